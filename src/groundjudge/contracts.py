@@ -1,0 +1,198 @@
+"""Data contracts (SPEC section 3): the shapes every stage agrees on.
+
+All records are frozen pydantic models. Unknown fields are kept (``extra="allow"``)
+so that a team's own annotations travel through to the reports untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
+ContentType = Literal["prose", "code", "table", "figure"]
+Grade = Annotated[int, Field(ge=0, le=3)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
+
+
+class Offsets(BaseModel):
+    """A byte span ``[start, end)`` inside a document."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 2:
+                raise ValueError("offsets must be [start, end]")
+            return {"start": value[0], "end": value[1]}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Offsets:
+        if self.end < self.start:
+            raise ValueError(f"offsets end {self.end} is before start {self.start}")
+        return self
+
+
+class UserContext(_Record):
+    tenant: str | None = None
+    roles: list[str] = Field(default_factory=list)
+    locale: str | None = None
+
+
+class GoldenCase(_Record):
+    """One question of the golden set (SPEC 3.1)."""
+
+    id: NonEmptyStr
+    question: NonEmptyStr
+    expected_answer: str | None = None
+    expected_chunk_ids: list[NonEmptyStr] = Field(default_factory=list)
+    relevance: dict[str, Grade] = Field(default_factory=dict)
+    expected_doc_ids: list[NonEmptyStr] | None = None
+    must_cite: list[NonEmptyStr] = Field(default_factory=list)
+    must_contain: list[str] = Field(default_factory=list)
+    forbidden: list[str] = Field(default_factory=list)
+    gold_claim_substrings: list[str] = Field(default_factory=list)
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    expected_behavior: Behavior = "answer"
+    user_context: UserContext | None = None
+    constraints: list[str] = Field(default_factory=list)
+    paraphrases: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _default_grades(self) -> GoldenCase:
+        # An expected chunk without an explicit grade is fully relevant (grade 3).
+        missing = {cid: 3 for cid in self.expected_chunk_ids if cid not in self.relevance}
+        if missing:
+            object.__setattr__(self, "relevance", {**self.relevance, **missing})
+        return self
+
+    @property
+    def relevant_chunk_ids(self) -> frozenset[str]:
+        """Chunks with a grade of at least 1."""
+        return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
+
+
+class RetrievedChunk(_Record):
+    chunk_id: NonEmptyStr
+    doc_id: str | None = None
+    score: float | None = None
+    rank: int | None = None
+    stage: str | None = None
+    text: str | None = None
+    offsets: Offsets | None = None
+    type: ContentType | None = None
+
+
+class ContextChunk(_Record):
+    chunk_id: NonEmptyStr
+    text: str | None = None
+    text_hash: str | None = None
+
+
+class Citation(_Record):
+    chunk_id: NonEmptyStr
+    offsets: Offsets | None = None
+
+
+def _ids_to_objects(value: Any) -> Any:
+    if isinstance(value, list):
+        return [{"chunk_id": item} if isinstance(item, str) else item for item in value]
+    return value
+
+
+class Trace(_Record):
+    """What one system config did for one case (SPEC 3.2)."""
+
+    query_id: NonEmptyStr
+    config_id: NonEmptyStr
+    question: str | None = None
+    retrieved_chunks: list[RetrievedChunk] = Field(default_factory=list)
+    context_chunks: list[ContextChunk] = Field(default_factory=list)
+    answer: str | None = None
+    citations: list[Citation] = Field(default_factory=list)
+    behavior: Behavior | None = None
+    error: str | None = None
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    tokens: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = Field(default=None, ge=0)
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("retrieved_chunks", "context_chunks", "citations", mode="before")
+    @classmethod
+    def _ids_as_objects(cls, value: Any) -> Any:
+        return _ids_to_objects(value)
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _tokens_total(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"total": value}
+        return value
+
+    @field_validator("latency_ms", mode="before")
+    @classmethod
+    def _latency_total(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {"end_to_end": value}
+        return value
+
+
+class Acl(_Record):
+    tenants: list[str] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+
+
+class CorpusChunk(_Record):
+    """One chunk of the corpus (SPEC 3.3)."""
+
+    chunk_id: NonEmptyStr
+    doc_id: NonEmptyStr
+    doc_version: str | None = None
+    text: str
+    section_path: list[str] = Field(default_factory=list)
+    offsets: Offsets | None = None
+    type: ContentType = "prose"
+    acl: Acl | None = None
+
+    @field_validator("section_path", mode="before")
+    @classmethod
+    def _split_path(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(">") if part.strip()]
+        return value
+
+
+class ClaimLabel(_Record):
+    text: NonEmptyStr
+    supported: bool
+
+
+class HumanLabel(_Record):
+    """One rater's labels for one judged item (SPEC 3.4)."""
+
+    query_id: NonEmptyStr
+    config_id: str | None = None
+    rater: NonEmptyStr
+    faithful: bool | None = None
+    correct: Grade | None = None
+    citations_supported: bool | None = None
+    claims: list[ClaimLabel] | None = None
+
+
+CONTRACTS: dict[str, type[BaseModel]] = {
+    "golden": GoldenCase,
+    "trace": Trace,
+    "corpus": CorpusChunk,
+    "labels": HumanLabel,
+}

@@ -1,0 +1,1 @@
+"""Deterministic metrics (SPEC section 4): same inputs, same numbers, no model."""

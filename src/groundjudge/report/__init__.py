@@ -1,0 +1,1 @@
+"""Report stage: metrics.json, report.md and friends."""
