@@ -117,6 +117,7 @@ class Trace(_Record):
     query_id: NonEmptyStr
     config_id: NonEmptyStr
     question: str | None = None
+    paraphrase: int = Field(default=0, ge=0)  # 0 = the case's question, i >= 1 = its i-th paraphrase
     retrieved_chunks: list[RetrievedChunk] = Field(default_factory=list)
     context_chunks: list[ContextChunk] = Field(default_factory=list)
     answer: str | None = None

@@ -1,0 +1,243 @@
+"""Command line: a thin shell over the library API (``groundjudge.api``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from groundjudge import api
+from groundjudge.contracts import CONTRACTS
+from groundjudge.load.errors import InputError
+from groundjudge.progress import JudgeProgress
+from groundjudge.judge.endpoint import JudgeUnavailable, judge_endpoint
+
+EXIT_BAD_INPUT = 2
+EXIT_JUDGE_UNREACHABLE = 3
+
+
+class GroundjudgeGroup(click.Group):
+    """Turns input errors into one clear message and exit code 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except JudgeUnavailable as exc:
+            click.echo(f"error: judge unavailable: {exc}", err=True)
+            ctx.exit(EXIT_JUDGE_UNREACHABLE)
+        except InputError as exc:
+            # Plain echo, not rich: a message must never be wrapped mid-path.
+            click.echo("error: bad input", err=True)
+            for problem in exc.problems:
+                click.echo(f"  {problem}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+
+
+@click.group(cls=GroundjudgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="groundjudge")
+def main() -> None:
+    """Grade RAG answers: exact retrieval and citation metrics, a pinned and calibrated judge, gates."""
+
+
+def default_out() -> Path:
+    return Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def print_summary(doc: dict[str, Any], quiet: bool) -> None:
+    if quiet:
+        return
+    from groundjudge.report.markdown import fmt, headline_metrics
+
+    table = Table(title="groundjudge metrics", show_lines=False)
+    table.add_column("metric")
+    for cfg in doc["configs"]:
+        table.add_column(cfg, justify="right")
+    for metric in headline_metrics(doc)[:14]:
+        table.add_row(metric, *(fmt(doc["per_config"][cfg]["aggregate"].get(metric)) for cfg in doc["configs"]))
+    Console(highlight=False).print(table)
+
+
+def input_options(func: Any) -> Any:
+    for option in reversed([
+        click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file."),
+        click.option("--golden", type=click.Path(path_type=Path), help="Golden set (JSONL or YAML)."),
+        click.option("--traces", multiple=True, type=click.Path(path_type=Path), help="Traces JSONL (repeatable)."),
+        click.option("--corpus", type=click.Path(path_type=Path), help="Corpus JSONL (chunk text, docs, ACL)."),
+        click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Cutoffs (repeatable; default 1 3 5 10)."),
+        click.option("--out", type=click.Path(path_type=Path), help="Output folder (default runs/<timestamp>)."),
+        click.option("--quiet", is_flag=True, help="Print nothing but errors."),
+    ]):
+        func = option(func)
+    return func
+
+
+@main.command()
+@input_options
+@click.option("--qrels", type=click.Path(path_type=Path), help="TREC qrels file (with --run).")
+@click.option("--run", "run_file", type=click.Path(path_type=Path), help="TREC run file (with --qrels).")
+def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
+            ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None, run_file: Path | None) -> None:
+    """Deterministic metrics only (no model): writes metrics.json and report.md."""
+    config = api.resolve_config(config_path, {
+        "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
+        "inputs.run": run_file, "metrics.ks": ks, "output.out": out})
+    out_dir = config.output.out or default_out()
+    doc = api.compute_metrics(config)
+    api.write_metrics_reports(doc, out_dir)
+    print_summary(doc, quiet)
+    if not quiet:
+        click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
+
+
+@main.command()
+@input_options
+@click.option("--judge-base-url", help="OpenAI-compatible base URL [env GROUNDJUDGE_BASE_URL]; unset: embedded judge.")
+@click.option("--judge-model", help="Pinned judge model id [env GROUNDJUDGE_MODEL].")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Concurrent judge calls.")
+@click.option("--smoke", is_flag=True, default=None, help="Judge a stratified sample per tag only.")
+@click.option("--max-cases", type=click.IntRange(min=0), help="Judge at most this many cases.")
+@click.option("--max-tokens", type=click.IntRange(min=0), help="Stop sending once this many tokens are spent.")
+@click.option("--max-cost-usd", type=click.FloatRange(min=0), help="Stop sending once this much is spent.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Judge cache folder [env GROUNDJUDGE_CACHE_DIR].")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
+def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
+        ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
+        concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
+        max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool) -> None:
+    """Metrics, then the judge on the cases that need it, then reports (report.json, report.md)."""
+    config = api.resolve_config(config_path, {
+        "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "metrics.ks": ks,
+        "output.out": out, "judge.base_url": judge_base_url, "judge.model": judge_model,
+        "judge.concurrency": concurrency, "judge.smoke": smoke, "judge.max_cases": max_cases,
+        "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd, "cache.dir": cache_dir,
+        "cache.enabled": False if no_cache else None})
+    out_dir = config.output.out or default_out()
+    with judge_endpoint(config, quiet) as (base_url, model), JudgeProgress(quiet) as progress:
+        result = api.run_eval(config, base_url=base_url, model=model, progress=progress)
+    api.write_run_reports(result.document, out_dir)
+    print_summary(result.document, quiet)
+    if not quiet:
+        t = result.totals
+        click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.errors} judge_error, "
+                   f"{t.requests} requests, {t.prompt_tokens + t.completion_tokens} tokens")
+        click.echo(f"wrote {out_dir / 'report.json'} and {out_dir / 'report.md'}")
+    if result.totals.stopped:
+        click.echo(f"judge stopped: {result.totals.stopped}", err=True)
+    sys.exit(result.exit_code)
+
+
+@main.group()
+def cache() -> None:
+    """Show, prune or clear the judge cache."""
+
+
+def _open_cache(config_path: Path | None, cache_dir: Path | None) -> Any:
+    from groundjudge.judge.cache import JudgeCache
+
+    config = api.resolve_config(config_path, {"cache.dir": cache_dir})
+    return JudgeCache(config.cache.dir)
+
+
+cache_options = [click.option("--config", "config_path", type=click.Path(path_type=Path)),
+                 click.option("--cache-dir", type=click.Path(path_type=Path))]
+
+
+def _with_cache_options(func: Any) -> Any:
+    for option in reversed(cache_options):
+        func = option(func)
+    return func
+
+
+@cache.command("stats")
+@_with_cache_options
+def cache_stats(config_path: Path | None, cache_dir: Path | None) -> None:
+    """Entries and size of the judge cache."""
+    c = _open_cache(config_path, cache_dir)
+    stats = c.stats()
+    c.close()
+    click.echo(f"{stats['directory']}: {stats['entries']} entries, {stats['size_bytes']} bytes")
+
+
+@cache.command("prune")
+@_with_cache_options
+@click.option("--older-than-days", type=click.FloatRange(min=0), required=True)
+def cache_prune(config_path: Path | None, cache_dir: Path | None, older_than_days: float) -> None:
+    """Drop replies stored more than N days ago."""
+    c = _open_cache(config_path, cache_dir)
+    removed = c.prune(older_than_days)
+    c.close()
+    click.echo(f"removed {removed} entries")
+
+
+@cache.command("clear")
+@_with_cache_options
+@click.confirmation_option(prompt="Delete every cached judge reply?")
+def cache_clear(config_path: Path | None, cache_dir: Path | None) -> None:
+    """Delete every cached reply (the next run pays for every call again)."""
+    c = _open_cache(config_path, cache_dir)
+    removed = c.clear()
+    c.close()
+    click.echo(f"removed {removed} entries")
+
+
+@main.group()
+def rubrics() -> None:
+    """List, show and lock (publish) rubric versions."""
+
+
+def _rubrics_dir(path: Path | None) -> Path:
+    return path or (Path("rubrics") if Path("rubrics").is_dir() else api.PACKAGE_RUBRICS)
+
+
+@rubrics.command("list")
+@click.option("--dir", "rubrics_dir", type=click.Path(path_type=Path))
+def rubrics_list(rubrics_dir: Path | None) -> None:
+    """Every rubric version and whether it is published (locked) and intact."""
+    from groundjudge.judge.rubric import parse_rubric_file, read_lock, rubric_files
+
+    folder = _rubrics_dir(rubrics_dir)
+    lock = read_lock(folder)
+    for path in rubric_files(folder):
+        r = parse_rubric_file(path)
+        state = ("published" if lock[r.key] == r.content_hash else "EDITED after publishing") if r.key in lock \
+            else "draft (not locked)"
+        click.echo(f"{r.key}  {r.content_hash[:12]}  {state}  {path}")
+
+
+@rubrics.command("show")
+@click.argument("rubric_id")
+@click.option("--version", type=int)
+@click.option("--dir", "rubrics_dir", type=click.Path(path_type=Path))
+def rubrics_show(rubric_id: str, version: int | None, rubrics_dir: Path | None) -> None:
+    """Print a rubric (checked against the lock file)."""
+    from groundjudge.judge.rubric import load_rubric
+
+    r = load_rubric(_rubrics_dir(rubrics_dir), rubric_id, version)
+    click.echo(json.dumps({**r.model_dump(mode="json"), "hash": r.content_hash}, indent=2, ensure_ascii=False))
+
+
+@rubrics.command("lock")
+@click.option("--dir", "rubrics_dir", type=click.Path(path_type=Path))
+def rubrics_lock(rubrics_dir: Path | None) -> None:
+    """Publish every new rubric version by pinning its hash; edited published versions are refused."""
+    from groundjudge.judge.rubric import lock_rubrics
+
+    _, added = lock_rubrics(_rubrics_dir(rubrics_dir))
+    click.echo("locked: " + (", ".join(added) if added else "nothing new"))
+
+
+@main.command()
+@click.argument("name", type=click.Choice(sorted(CONTRACTS)))
+def schema(name: str) -> None:
+    """Print the JSON Schema of an input contract."""
+    click.echo(json.dumps(CONTRACTS[name].model_json_schema(), indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Settings: defaults < TOML config file < environment (``GROUNDJUDGE_*``) < command-line flags.
+
+Relative paths in a config file resolve against the file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from groundjudge.load.errors import InputError, InputProblem
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputsConfig(_Section):
+    golden: Path | None = None
+    traces: list[Path] = Field(default_factory=list)
+    corpus: Path | None = None
+    labels: list[Path] = Field(default_factory=list)
+    qrels: Path | None = None
+    run: Path | None = None
+
+
+class MetricsConfig(_Section):
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    offset_window_bytes: int = Field(default=30, ge=0)
+    stability_k: int = Field(default=5, ge=1)
+    refusal_token: str | None = None
+    refusal_phrases: dict[str, dict[str, list[str]]] | None = None
+
+
+class OutputConfig(_Section):
+    out: Path | None = None
+
+
+class JudgeConfig(_Section):
+    base_url: str | None = None  # unset: the embedded local judge
+    model: str | None = None
+    model_snapshots: list[str] = Field(default_factory=list)
+    rubric: str = "grounded_answer"
+    rubric_version: int | None = None
+    rubrics_dir: Path | None = None
+    concurrency: int = Field(default=4, ge=1, le=256)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    temperature: float = 0.0
+    seed: int | None = 1234
+    max_output_tokens: int = Field(default=1024, ge=16)
+    output_mode: Literal["json_schema", "json_object_schema", "json"] = "json_schema"
+    smoke: bool = False
+    smoke_per_tag: int = Field(default=2, ge=1)
+    max_cases: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    price_prompt_per_mtok: float = Field(default=0.0, ge=0)
+    price_completion_per_mtok: float = Field(default=0.0, ge=0)
+    baseline_config: str | None = None
+
+
+class LocalJudgeConfig(_Section):
+    """The embedded judge (used when no judge base URL is set)."""
+
+    models_dir: Path = Path("cache/models")
+    threads: int | None = Field(default=None, ge=1)  # default: every core
+    context_size: int = Field(default=4096, ge=512)
+    port: int = Field(default=0, ge=0, le=65535)  # 0: a free port
+    startup_timeout_s: float = Field(default=180.0, gt=0)
+
+
+class CacheConfig(_Section):
+    dir: Path = Path("cache")
+    enabled: bool = True
+
+
+class Config(_Section):
+    inputs: InputsConfig = Field(default_factory=InputsConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    local: LocalJudgeConfig = Field(default_factory=LocalJudgeConfig)
+    source: Path | None = None
+
+
+def _resolve(base: Path, value: Any) -> Any:
+    if isinstance(value, str):
+        return str((base / value)) if not Path(value).is_absolute() else value
+    if isinstance(value, list):
+        return [_resolve(base, v) for v in value]
+    return value
+
+
+PATH_FIELDS = {("inputs", name) for name in InputsConfig.model_fields} | {
+    ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir")}
+
+# GROUNDJUDGE_* environment variables and the setting each one sets
+ENVIRONMENT = {
+    "GROUNDJUDGE_BASE_URL": ("judge", "base_url"),
+    "GROUNDJUDGE_MODEL": ("judge", "model"),
+    "GROUNDJUDGE_CONCURRENCY": ("judge", "concurrency"),
+    "GROUNDJUDGE_CACHE_DIR": ("cache", "dir"),
+    "GROUNDJUDGE_MODELS_DIR": ("local", "models_dir"),
+    "GROUNDJUDGE_LOCAL_THREADS": ("local", "threads"),
+}
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read a TOML config; with ``None``, use ``groundjudge.toml`` in the working directory if any."""
+    if path is None:
+        default = Path("groundjudge.toml")
+        if not default.exists():
+            return Config()
+        path = default
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError.one(path, None, None, "config file not found") from None
+    except UnicodeDecodeError:
+        raise InputError.one(path, None, None, "config file is not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError.one(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
+    base = path.resolve().parent
+    for section, name in PATH_FIELDS:
+        if isinstance(raw.get(section), dict) and name in raw[section]:
+            raw[section][name] = _resolve(base, raw[section][name])
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        problems = [
+            InputProblem(str(path), None, ".".join(str(p) for p in err["loc"]),
+                         "unknown setting" if err["type"] == "extra_forbidden" else err["msg"])
+            for err in exc.errors(include_url=False)
+        ]
+        raise InputError(problems) from None
+    return config.model_copy(update={"source": path})
+
+
+def apply_environment(config: Config, environ: dict[str, str] | None = None) -> Config:
+    """Environment variables override the config file (and are overridden by flags)."""
+    environ = dict(os.environ) if environ is None else environ
+    data = config.model_dump()
+    for var, (section, name) in ENVIRONMENT.items():
+        if environ.get(var):
+            data[section][name] = environ[var]
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        var = next(v for v, loc in ENVIRONMENT.items() if loc == tuple(err["loc"][:2]))
+        raise InputError.one("environment", None, var, err["msg"]) from None
+
+
+def api_key(environ: dict[str, str] | None = None) -> str | None:
+    """The judge's API key: from the environment only, never from a file or a flag."""
+    environ = dict(os.environ) if environ is None else environ
+    return environ.get("GROUNDJUDGE_API_KEY") or environ.get("OPENAI_API_KEY")

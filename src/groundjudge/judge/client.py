@@ -1,0 +1,210 @@
+"""The judge client: the ``openai`` package against any OpenAI-compatible base URL.
+
+One layer retries: the SDK's own retries are off (``max_retries=0``) and tenacity retries
+transient failures (timeouts, connection errors, 408/409/429, 5xx), honouring Retry-After.
+Structured output is negotiated once per client, in order: ``json_schema``, then
+``json_object`` with the schema (llama.cpp's server), then plain JSON read leniently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import openai
+from aiolimiter import AsyncLimiter
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+OutputMode = Literal["json_schema", "json_object_schema", "json"]
+MODES: tuple[OutputMode, ...] = ("json_schema", "json_object_schema", "json")
+
+
+class CallFailed(RuntimeError):
+    """A judge call failed for good; ``requests`` says how many HTTP requests it cost."""
+
+    def __init__(self, reason: str, requests: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.requests = requests
+
+
+class ModelMismatch(CallFailed):
+    """The server answered with another model than the pinned one."""
+
+
+class JudgeUnreachable(CallFailed):
+    """The server cannot be used: no connection, or a refusal no retry can fix (auth, unknown model)."""
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    model_snapshots: Sequence[str] = ()
+    temperature: float = 0.0
+    seed: int | None = 1234
+    max_tokens: int = 1024
+    timeout_s: float = 120.0
+    max_attempts: int = 4
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 30.0
+    requests_per_minute: float | None = None
+    output_mode: OutputMode = "json_schema"  # the first mode tried
+
+    def decoding(self) -> dict[str, Any]:
+        """What shapes a reply, and so belongs in the cache key and calibration records."""
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                "output_mode": self.output_mode}
+
+
+@dataclass
+class CallResult:
+    raw: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    attempts: int  # transient retries included
+    requests: int  # HTTP requests made, structured-output negotiation included
+    mode: OutputMode
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """Seconds asked for by a Retry-After (or retry-after-ms) header, if any."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+@dataclass
+class JudgeClient:
+    settings: ClientSettings
+    _client: openai.AsyncOpenAI = field(init=False)
+    _mode_index: int = field(init=False)
+    _mode_confirmed: bool = field(init=False, default=False)
+    _limiter: AsyncLimiter | None = field(init=False, default=None)
+    sleep: Any = field(default=asyncio.sleep)  # patched to a no-op in tests
+
+    def __post_init__(self) -> None:
+        self._client = openai.AsyncOpenAI(
+            base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
+            max_retries=0, timeout=self.settings.timeout_s,
+        )
+        self._mode_index = MODES.index(self.settings.output_mode)
+        if self.settings.requests_per_minute:
+            self._limiter = AsyncLimiter(self.settings.requests_per_minute, 60)
+
+    @property
+    def mode(self) -> OutputMode:
+        return MODES[self._mode_index]
+
+    def _response_format(self, mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+        if mode == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        if mode == "json_object_schema":
+            return {"type": "json_object", "schema": schema}
+        return None
+
+    def _wait(self, retry_state: Any) -> float:
+        exc = retry_state.outcome.exception()
+        asked = retry_after_seconds(exc)
+        if asked is not None:
+            return min(asked, self.settings.backoff_max_s)
+        base = self.settings.backoff_initial_s * 2 ** (retry_state.attempt_number - 1)
+        return min(base, self.settings.backoff_max_s) * (0.5 + random.random() / 2)
+
+    async def _one_call(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
+                        requests: list[int]) -> tuple[Any, OutputMode]:
+        while True:
+            mode = self.mode
+            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                      "temperature": self.settings.temperature,
+                                      "max_tokens": self.settings.max_tokens}
+            if self.settings.seed is not None:
+                kwargs["seed"] = self.settings.seed
+            fmt = self._response_format(mode, schema, name)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            requests[0] += 1
+            try:
+                response = await self._client.chat.completions.create(**kwargs)
+            except openai.APIStatusError as exc:
+                # A server that cannot do this structured-output mode says so on first use;
+                # step down a mode and try again at once (not a transient retry).
+                if (not self._mode_confirmed and mode != "json"
+                        and exc.status_code in (400, 415, 422, 500, 501)):
+                    if self.mode == mode:
+                        self._mode_index += 1
+                    continue
+                raise
+            self._mode_confirmed = True
+            return response, mode
+
+    async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> CallResult:
+        """One judge call (with transient retries). Raises on a final failure or a model mismatch."""
+        attempts = 0
+        requests = [0]
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.settings.max_attempts),
+            wait=self._wait, sleep=self.sleep, reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    response, mode = await self._one_call(messages, schema, name, requests)
+        except openai.APIStatusError as exc:
+            kind = JudgeUnreachable if exc.status_code in (401, 403, 404) else CallFailed
+            raise kind(f"HTTP {exc.status_code} after {attempts} attempt(s): {_short(exc)}", requests[0]) from exc
+        except openai.APIConnectionError as exc:  # APITimeoutError is a subclass
+            what = "timed out" if isinstance(exc, openai.APITimeoutError) else "connection failed"
+            kind = CallFailed if isinstance(exc, openai.APITimeoutError) else JudgeUnreachable
+            raise kind(f"{what} after {attempts} attempt(s)", requests[0]) from exc
+        allowed = {self.settings.model, *self.settings.model_snapshots}
+        if response.model not in allowed:
+            raise ModelMismatch(f"server answered as model {response.model!r}, pinned {self.settings.model!r}",
+                                requests[0])
+        choice = response.choices[0] if response.choices else None
+        raw = (choice.message.content if choice and choice.message else None) or ""
+        usage = response.usage
+        return CallResult(raw=raw, model=response.model,
+                          prompt_tokens=usage.prompt_tokens if usage else 0,
+                          completion_tokens=usage.completion_tokens if usage else 0,
+                          attempts=attempts, requests=requests[0], mode=mode)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) < 300 else text[:297] + "..."

@@ -1,0 +1,166 @@
+"""Rubrics: versioned prompt files, strictly validated and pinned by content hash.
+
+A rubric lives in ``rubrics/<id>/v<version>.yaml``. Its hash is the SHA-256 of its canonical
+JSON form, so comments and layout may change but meaning may not: a published version whose
+hash differs from the lock file is an error, and a change means a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import jinja2.meta
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from groundjudge.load.errors import InputError, InputProblem
+
+LOCK_NAME = "rubrics.lock"
+USER_VARIABLES = frozenset({"question", "contexts", "answer", "expected_answer", "citations"})
+REPAIR_VARIABLES = frozenset({"problem"})
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+class Criterion(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    kind: Literal["binary", "ordinal"]
+    labels: list[bool | int]
+    description: str
+
+
+def _template_variables(source: str) -> set[str]:
+    return set(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
+
+
+class Rubric(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    version: int = Field(ge=1)
+    description: str
+    criteria: list[Criterion] = Field(min_length=1)
+    system_prompt: str
+    user_template: str
+    repair_prompt: str
+    output_schema: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _templates_use_known_variables(self) -> Rubric:
+        if _template_variables(self.system_prompt):
+            raise ValueError("system_prompt must not use template variables: it is shared by every case")
+        unknown = _template_variables(self.user_template) - USER_VARIABLES
+        if unknown:
+            raise ValueError(f"user_template uses unknown variables {sorted(unknown)}; "
+                             f"allowed: {sorted(USER_VARIABLES)}")
+        missing = {"question", "contexts", "answer"} - _template_variables(self.user_template)
+        if missing:
+            raise ValueError(f"user_template must show {sorted(missing)}")
+        if _template_variables(self.repair_prompt) - REPAIR_VARIABLES:
+            raise ValueError("repair_prompt may only use {{ problem }}")
+        return self
+
+    @property
+    def content_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}/v{self.version}"
+
+    def render_user(self, **values: Any) -> str:
+        return _ENV.from_string(self.user_template).render(**values)
+
+    def render_repair(self, problem: str) -> str:
+        return _ENV.from_string(self.repair_prompt).render(problem=problem)
+
+
+def _problem(path: Path, field: str | None, text: str) -> InputError:
+    return InputError([InputProblem(str(path), None, field, text)])
+
+
+def parse_rubric_file(path: Path) -> Rubric:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _problem(path, None, "rubric file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise InputError([InputProblem(str(path), line, None, f"invalid YAML: {exc}")]) from None
+    if not isinstance(raw, dict):
+        raise _problem(path, None, "a rubric file must be a mapping")
+    try:
+        rubric = Rubric.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError([
+            InputProblem(str(path), None, ".".join(str(p) for p in err["loc"]) or None,
+                         "unknown key" if err["type"] == "extra_forbidden" else err["msg"])
+            for err in exc.errors(include_url=False)
+        ]) from None
+    expected = path.parent.name, path.stem
+    if expected != (rubric.id, f"v{rubric.version}"):
+        raise _problem(path, "id/version",
+                       f"file is at {expected[0]}/{expected[1]} but declares {rubric.id}/v{rubric.version}")
+    return rubric
+
+
+def read_lock(rubrics_dir: Path) -> dict[str, str]:
+    path = rubrics_dir / LOCK_NAME
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError([InputProblem(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}")]) from None
+    return dict(data.get("rubrics", {}))
+
+
+def rubric_files(rubrics_dir: Path) -> list[Path]:
+    return sorted(rubrics_dir.glob("*/v*.yaml"))
+
+
+def load_rubric(rubrics_dir: Path, rubric_id: str, version: int | None = None) -> Rubric:
+    """Load a rubric (its newest version by default) and check it against the lock file."""
+    candidates = sorted(rubrics_dir.glob(f"{rubric_id}/v*.yaml"), key=lambda p: int(p.stem[1:]))
+    if version is not None:
+        candidates = [p for p in candidates if p.stem == f"v{version}"]
+    if not candidates:
+        wanted = f"{rubric_id}/v{version}" if version else rubric_id
+        raise _problem(rubrics_dir, "rubric", f"no rubric {wanted} under {rubrics_dir}")
+    path = candidates[-1]
+    rubric = parse_rubric_file(path)
+    pinned = read_lock(rubrics_dir).get(rubric.key)
+    if pinned is None:
+        raise _problem(path, None, f"rubric {rubric.key} is not published in {LOCK_NAME}; "
+                                   "run `groundjudge rubrics lock` once it is final")
+    if pinned != rubric.content_hash:
+        raise _problem(path, None, f"published rubric {rubric.key} was edited (hash {rubric.content_hash[:12]} "
+                                   f"!= locked {pinned[:12]}); restore it and put the change in a new version")
+    return rubric
+
+
+def lock_rubrics(rubrics_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """Pin every rubric not yet in the lock file; never re-pin an edited one.
+
+    Returns the new lock and the keys that were added. An edited published version raises.
+    """
+    lock = read_lock(rubrics_dir)
+    added = []
+    for path in rubric_files(rubrics_dir):
+        rubric = parse_rubric_file(path)
+        if rubric.key in lock:
+            if lock[rubric.key] != rubric.content_hash:
+                raise _problem(path, None, f"published rubric {rubric.key} was edited; "
+                                           "restore it and put the change in a new version")
+            continue
+        lock[rubric.key] = rubric.content_hash
+        added.append(rubric.key)
+    text = json.dumps({"rubrics": dict(sorted(lock.items()))}, indent=2) + "\n"
+    (rubrics_dir / LOCK_NAME).write_text(text, encoding="utf-8")
+    return lock, added

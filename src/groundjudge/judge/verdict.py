@@ -1,0 +1,131 @@
+"""Parse a judge's raw reply into a validated verdict and compute scores from its claims.
+
+Scores never come from a number the model states about itself: faithfulness and citation
+support are counted from the claim verdicts. An off-menu verdict, an id that is not in the
+context, or text that is not JSON is a :class:`VerdictError` (which earns one repair retry),
+never a score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
+ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
+
+
+class VerdictError(ValueError):
+    """The reply cannot be used; the message says why (it is shown to the model on repair)."""
+
+
+class JudgedClaim(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    claim: str = Field(min_length=1)
+    cited: list[str] = Field(default_factory=list)
+    verdict: ClaimVerdict
+    support: list[str] = Field(default_factory=list)
+
+    @property
+    def triage_class(self) -> ClaimClass:
+        """supported by its citation / misattributed (supported, but not by what it cites) / ..."""
+        if self.verdict == "contradicted":
+            return "contradicted"
+        if self.verdict == "unsupported":
+            return "unsupported"
+        if self.verdict == "partially_supported":
+            return "partial"
+        if not self.cited:
+            return "uncited"
+        return "cited_support" if set(self.cited) & set(self.support) else "misattributed"
+
+
+class RawVerdict(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    claims: list[JudgedClaim]
+    correctness: int = Field(ge=0, le=3)
+    reason: str = ""
+
+
+class JudgeScores(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    faithfulness: float | None
+    citation_support: float | None
+    correctness: int | None
+    claims: int
+    unsupported_claims: int
+    contradicted_claims: int
+    misattributed_citations: int
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(raw: str) -> dict:
+    """Lenient extraction: the whole text, else a fenced block, else the first balanced object."""
+    candidates = [raw.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(raw)]
+    start = raw.find("{")
+    if start >= 0:
+        depth, in_str, escaped = 0, False, False
+        for i, ch in enumerate(raw[start:], start):
+            if in_str:
+                escaped = ch == "\\" and not escaped
+                if ch == '"' and not escaped:
+                    in_str = False
+                continue
+            if ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    candidates.append(raw[start:i + 1])
+                    break
+    for text in candidates:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise VerdictError("the reply is not a JSON object (it may be cut off)")
+
+
+def parse_verdict(raw: str, context_ids: Collection[str]) -> RawVerdict:
+    data = extract_json(raw)
+    try:
+        verdict = RawVerdict.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise VerdictError(f"field {where}: {first['msg']}") from None
+    known = set(context_ids)
+    for i, claim in enumerate(verdict.claims):
+        strays = [cid for cid in claim.support if cid not in known]
+        if strays:
+            raise VerdictError(f"claims[{i}].support names ids that are not in the CONTEXT: {strays}")
+        if claim.verdict == "supported" and not claim.support:
+            raise VerdictError(f"claims[{i}] is 'supported' but names no supporting CONTEXT id")
+    return verdict
+
+
+def score_verdict(verdict: RawVerdict, *, has_expected_answer: bool) -> JudgeScores:
+    claims = verdict.claims
+    supported = sum(1 for c in claims if c.verdict == "supported")
+    cited = [c for c in claims if c.cited]
+    cited_ok = sum(1 for c in cited if c.verdict == "supported" and set(c.cited) & set(c.support))
+    return JudgeScores(
+        faithfulness=supported / len(claims) if claims else None,
+        citation_support=cited_ok / len(cited) if cited else None,
+        correctness=verdict.correctness if has_expected_answer else None,
+        claims=len(claims),
+        unsupported_claims=sum(1 for c in claims if c.verdict == "unsupported"),
+        contradicted_claims=sum(1 for c in claims if c.verdict == "contradicted"),
+        misattributed_citations=sum(1 for c in claims if c.triage_class == "misattributed"),
+    )

@@ -1,0 +1,151 @@
+"""Assemble golden cases, traces and corpus into one checked :class:`Dataset`.
+
+Input errors (duplicate ids, traces naming an unknown case, unknown chunk ids in the golden set
+when a corpus is given) stop the run. Gaps that are not errors (a case with no trace for a
+config, a chunk whose text is nowhere to be found) are recorded and reported, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.load.records import read_records
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Chunks by id, with the chunk-to-document map."""
+
+    chunks: dict[str, CorpusChunk] = field(default_factory=dict)
+
+    def doc_of(self, chunk_id: str) -> str | None:
+        chunk = self.chunks.get(chunk_id)
+        return chunk.doc_id if chunk else None
+
+    def text_of(self, chunk_id: str) -> str | None:
+        chunk = self.chunks.get(chunk_id)
+        return chunk.text if chunk else None
+
+    def __bool__(self) -> bool:
+        return bool(self.chunks)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    cases: dict[str, GoldenCase]
+    # config id -> case id -> paraphrase index -> trace
+    traces: dict[str, dict[str, dict[int, Trace]]]
+    corpus: Corpus
+    missing_trace: dict[str, list[str]]  # config id -> case ids without a trace
+    missing_text: dict[str, list[str]]  # "config/case" -> context chunk ids with no text
+    unresolved_chunks: dict[str, list[str]]  # "config/case" -> retrieved/cited ids unknown to the corpus
+    sources: dict[str, str]
+
+    @property
+    def config_ids(self) -> list[str]:
+        return list(self.traces)
+
+    def trace(self, config_id: str, case_id: str) -> Trace | None:
+        return self.traces.get(config_id, {}).get(case_id, {}).get(0)
+
+
+def load_corpus(path: str | Path) -> Corpus:
+    chunks: dict[str, CorpusChunk] = {}
+    problems: list[InputProblem] = []
+    first_line: dict[str, int] = {}
+    for line, chunk in read_records(path, CorpusChunk):
+        if chunk.chunk_id in chunks:
+            problems.append(
+                InputProblem(str(path), line, "chunk_id",
+                             f"duplicate chunk id {chunk.chunk_id!r} (first on line {first_line[chunk.chunk_id]})")
+            )
+            continue
+        chunks[chunk.chunk_id] = chunk
+        first_line[chunk.chunk_id] = line
+    if problems:
+        raise InputError(problems)
+    return Corpus(chunks)
+
+
+def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, GoldenCase]:
+    cases: dict[str, GoldenCase] = {}
+    first_line: dict[str, int] = {}
+    problems: list[InputProblem] = []
+    for line, case in read_records(path, GoldenCase):
+        if case.id in cases:
+            problems.append(
+                InputProblem(str(path), line, "id", f"duplicate case id {case.id!r} (first on line {first_line[case.id]})")
+            )
+            continue
+        cases[case.id] = case
+        first_line[case.id] = line
+        if corpus:
+            for fname, ids in (("expected_chunk_ids", case.expected_chunk_ids), ("must_cite", case.must_cite),
+                               ("relevance", list(case.relevance))):
+                unknown = [cid for cid in ids if cid not in corpus.chunks]
+                if unknown:
+                    problems.append(InputProblem(str(path), line, fname,
+                                                 f"chunk ids not in the corpus: {', '.join(unknown)}"))
+    if problems:
+        raise InputError(problems)
+    return cases
+
+
+def load_traces(
+    paths: Sequence[str | Path], cases: dict[str, GoldenCase]
+) -> dict[str, dict[str, dict[int, Trace]]]:
+    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    seen: dict[tuple[str, str, int], str] = {}
+    problems: list[InputProblem] = []
+    for path in paths:
+        for line, trace in read_records(path, Trace):
+            key = (trace.config_id, trace.query_id, trace.paraphrase)
+            where = f"{path}:{line}"
+            if trace.query_id not in cases:
+                problems.append(InputProblem(str(path), line, "query_id",
+                                             f"unknown case {trace.query_id!r}: not in the golden set"))
+            elif key in seen:
+                problems.append(InputProblem(
+                    str(path), line, "query_id",
+                    f"duplicate trace for case {trace.query_id!r} config {trace.config_id!r}"
+                    + (f" paraphrase {trace.paraphrase}" if trace.paraphrase else "")
+                    + f" (first at {seen[key]})"))
+            else:
+                seen[key] = where
+                traces.setdefault(trace.config_id, {}).setdefault(trace.query_id, {})[trace.paraphrase] = trace
+    if problems:
+        raise InputError(problems)
+    return traces
+
+
+def load_dataset(
+    golden: str | Path, traces: Sequence[str | Path], corpus: str | Path | None = None
+) -> Dataset:
+    """Load and cross-check everything; raise :class:`InputError` before any output is written."""
+    the_corpus = load_corpus(corpus) if corpus else Corpus()
+    cases = load_golden(golden, the_corpus)
+    by_config = load_traces(traces, cases)
+    missing_trace = {
+        cfg: [cid for cid in cases if 0 not in per_case.get(cid, {})] for cfg, per_case in by_config.items()
+    }
+    missing_text: dict[str, list[str]] = {}
+    unresolved: dict[str, list[str]] = {}
+    for cfg, per_case in by_config.items():
+        for cid, variants in per_case.items():
+            for trace in variants.values():
+                key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
+                no_text = [c.chunk_id for c in trace.context_chunks
+                           if c.text is None and the_corpus.text_of(c.chunk_id) is None]
+                if no_text:
+                    missing_text[key] = no_text
+                if the_corpus:
+                    ids = [c.chunk_id for c in trace.retrieved_chunks] + [c.chunk_id for c in trace.citations]
+                    unknown = sorted({i for i in ids if i not in the_corpus.chunks})
+                    if unknown:
+                        unresolved[key] = unknown
+    sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or "")}
+    return Dataset(cases, by_config, the_corpus, missing_trace, missing_text, unresolved, sources)

@@ -1,0 +1,132 @@
+"""Read JSONL and YAML files into validated contract records, keeping line numbers.
+
+Every problem becomes an :class:`InputProblem` naming file, line and field; all problems of a
+file are collected (up to a cap) so one run shows the user everything to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from groundjudge.load.errors import InputError, InputProblem
+
+M = TypeVar("M", bound=BaseModel)
+
+MAX_PROBLEMS = 50
+
+
+def read_text(path: Path) -> str:
+    """Return the file's text as UTF-8 (a BOM is accepted) or raise an InputError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError.one(path, None, None, "file not found") from None
+    except IsADirectoryError:
+        raise InputError.one(path, None, None, "is a directory, expected a file") from None
+    except OSError as exc:
+        raise InputError.one(path, None, None, f"cannot read file: {exc.strerror}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError.one(path, 1, None, "file is UTF-16 encoded; save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError.one(
+            path, line, None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+        ) from None
+    if not text.strip():
+        raise InputError.one(path, None, None, "file is empty")
+    return text
+
+
+def _field_name(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + item)
+    return "".join(parts) or "(record)"
+
+
+def validation_problems(path: Path, line: int, error: ValidationError) -> list[InputProblem]:
+    problems = []
+    for err in error.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if p not in ("function-before", "function-after"))
+        msg = err["msg"]
+        if err["type"] == "missing":
+            msg = "required field is missing"
+        problems.append(InputProblem(str(path), line, _field_name(loc), msg))
+    return problems
+
+
+def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputProblem]]:
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield lineno, json.loads(raw)
+        except json.JSONDecodeError as exc:
+            yield lineno, InputProblem(str(path), lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+
+
+def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputProblem]]:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        yield line or 0, InputProblem(str(path), line, None, f"invalid YAML: {getattr(exc, 'problem', exc)}")
+        return
+    if isinstance(root, yaml.MappingNode):
+        # Accept a top-level mapping with a single list under `cases`.
+        for key, value in root.value:
+            if key.value == "cases":
+                root = value
+                break
+    if not isinstance(root, yaml.SequenceNode):
+        yield 1, InputProblem(str(path), 1, None, "expected a list of cases (or a mapping with `cases:`)")
+        return
+    for node in root.value:
+        line = node.start_mark.line + 1
+        try:
+            yield line, yaml.safe_load(yaml.serialize(node))
+        except yaml.YAMLError as exc:
+            yield line, InputProblem(str(path), line, None, f"invalid YAML: {exc}")
+
+
+def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
+    """Read ``path`` (JSONL, or YAML when it ends in .yaml/.yml) as records of ``model``.
+
+    Returns ``(line, record)`` pairs. Raises :class:`InputError` listing every bad line.
+    """
+    path = Path(path)
+    text = read_text(path)
+    is_yaml = path.suffix.lower() in {".yaml", ".yml"}
+    objects = _yaml_objects(path, text) if is_yaml else _jsonl_objects(path, text)
+    records: list[tuple[int, M]] = []
+    problems: list[InputProblem] = []
+    for lineno, obj in objects:
+        if isinstance(obj, InputProblem):
+            problems.append(obj)
+        elif not isinstance(obj, dict):
+            problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
+        else:
+            try:
+                records.append((lineno, model.model_validate(obj)))
+            except ValidationError as exc:
+                problems.extend(validation_problems(path, lineno, exc))
+        if len(problems) >= MAX_PROBLEMS:
+            problems.append(InputProblem(str(path), None, None, f"stopped after {MAX_PROBLEMS} problems"))
+            break
+    if problems:
+        raise InputError(problems)
+    if not records:
+        raise InputError.one(path, None, None, "file has no records")
+    return records

@@ -1,0 +1,98 @@
+"""All deterministic metrics of one case under one config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from groundjudge.contracts import Behavior, GoldenCase, Trace
+from groundjudge.load.dataset import Corpus
+from groundjudge.metrics.acl import AclLeak, acl_leaks
+from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observed_behavior
+from groundjudge.metrics.containment import constraint_metrics, containment_metrics
+from groundjudge.metrics.grounding import citation_metrics, context_metrics
+from groundjudge.metrics.operations import operation_values
+from groundjudge.metrics.retrieval import retrieval_metrics, trec_order
+from groundjudge.metrics.stability import topk_agreement
+
+
+@dataclass(frozen=True)
+class MetricSettings:
+    ks: Sequence[int] = (1, 3, 5, 10)
+    offset_window: int = 30
+    stability_k: int = 5
+    rules: BehaviorRules = field(default_factory=BehaviorRules)
+
+
+@dataclass(frozen=True)
+class CaseMetrics:
+    case_id: str
+    config_id: str
+    values: dict[str, float | None]
+    behavior: Behavior
+    acl_leaks: list[AclLeak]
+    content_types: list[str]
+
+
+def ranking_of(trace: Trace) -> list[str]:
+    """The trace's ranking: trec_eval order when every chunk has a score, else the trace's order.
+
+    A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
+    """
+    chunks = trace.retrieved_chunks
+    if chunks and all(c.score is not None for c in chunks):
+        best: dict[str, float] = {}
+        for c in chunks:
+            best[c.chunk_id] = max(best.get(c.chunk_id, float("-inf")), c.score)  # type: ignore[arg-type]
+        return trec_order(list(best.items()))
+    return list(dict.fromkeys(c.chunk_id for c in chunks))
+
+
+def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int]) -> dict[str, float | None]:
+    expected = case.expected_doc_ids
+    if expected is None:
+        expected = sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))})
+    if not expected:
+        return {f"recall_doc@{k}": None for k in ks}
+    doc_by_chunk = {c.chunk_id: c.doc_id for c in trace.retrieved_chunks if c.doc_id}
+    docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
+    wanted = set(expected)
+    return {f"recall_doc@{k}": len(wanted & set(docs[:k])) / len(wanted) for k in ks}
+
+
+def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus) -> list[str]:
+    types = {corpus.chunks[cid].type for cid in case.relevant_chunk_ids if cid in corpus.chunks}
+    if not types:
+        types = {c.type for c in trace.retrieved_chunks if c.chunk_id in case.relevant_chunk_ids and c.type}
+    return sorted(types)
+
+
+def compute_case(
+    case: GoldenCase, trace: Trace, corpus: Corpus, settings: MetricSettings,
+    paraphrase_traces: Sequence[Trace] = (),
+) -> CaseMetrics:
+    ranking = ranking_of(trace)
+    values: dict[str, float | None] = {}
+    retrieval = retrieval_metrics(ranking, case.relevance, settings.ks)
+    values.update({k: v for k, v in retrieval.items() if not k.startswith("num_")})
+    values.update(doc_recall(case, trace, ranking, corpus, settings.ks))
+    values.update(context_metrics(case, trace))
+    values.update(citation_metrics(case, trace, corpus.chunks, window=settings.offset_window))
+    behavior = observed_behavior(trace, settings.rules)
+    values.update(behavior_metrics(case, behavior))
+    values["empty_result"] = float(not trace.retrieved_chunks)
+    values["trace_error"] = float(trace.error is not None)
+    # Containment is judged on whatever text was shipped: a refusal of an answerable case fails
+    # must_contain, and a refusal can still leak a forbidden string.
+    values.update(containment_metrics(case, trace.answer))
+    echo = (trace.model_extra or {}).get("constraints_echo")
+    values.update(constraint_metrics(case, trace.answer, echo if isinstance(echo, list) else None)
+                  if behavior == "answer" else {"constraint_integrity": None})
+    leaks = acl_leaks(case, trace, corpus.chunks)
+    values["acl_leak"] = None if leaks is None else float(bool(leaks))
+    if paraphrase_traces:
+        rankings = [ranking] + [ranking_of(t) for t in paraphrase_traces]
+        values[f"paraphrase_stability@{settings.stability_k}"] = topk_agreement(rankings, settings.stability_k)
+    values.update(operation_values(trace))
+    return CaseMetrics(case.id, trace.config_id, values, behavior, leaks or [], case_content_types(case, trace, corpus))
+

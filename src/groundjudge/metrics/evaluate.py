@@ -1,0 +1,45 @@
+"""Run every deterministic metric over a loaded dataset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.aggregate import Summary, breakdowns, summarize
+from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
+
+
+@dataclass(frozen=True)
+class ConfigMetrics:
+    config_id: str
+    cases: list[CaseMetrics]
+    aggregate: dict[str, Summary]
+    breakdown: dict[str, dict[str, dict[str, Summary]]]
+
+
+@dataclass(frozen=True)
+class MetricsRun:
+    configs: dict[str, ConfigMetrics]
+    overall: dict[str, Summary]
+
+    def case(self, config_id: str, case_id: str) -> CaseMetrics | None:
+        return next((c for c in self.configs[config_id].cases if c.case_id == case_id), None)
+
+
+def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -> MetricsRun:
+    """Score every (case, config) that has a trace. Cases without one are in ``dataset.missing_trace``."""
+    settings = settings or MetricSettings()
+    configs: dict[str, ConfigMetrics] = {}
+    for config_id, per_case in dataset.traces.items():
+        rows = []
+        for case_id, case in dataset.cases.items():
+            variants = per_case.get(case_id, {})
+            if 0 not in variants:
+                continue
+            paraphrases = [t for i, t in sorted(variants.items()) if i != 0]
+            rows.append(compute_case(case, variants[0], dataset.corpus, settings, paraphrases))
+        configs[config_id] = ConfigMetrics(
+            config_id, rows, summarize(r.values for r in rows), breakdowns(rows, dataset.cases)
+        )
+    overall = summarize(r.values for cfg in configs.values() for r in cfg.cases)
+    return MetricsRun(configs, overall)

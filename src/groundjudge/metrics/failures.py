@@ -1,0 +1,34 @@
+"""Which deterministic checks a case failed, named for people (reports) and the judge's selection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# metric, predicate on its value, the words a report uses; order = how serious
+CHECKS: tuple[tuple[str, str, str], ...] = (
+    ("acl_leak", "eq1", "ACL leak: a chunk outside the user's tenant/roles was used"),
+    ("behavior_correct", "eq0", "wrong behaviour"),
+    ("forbidden_absent", "eq0", "answer contains a forbidden string"),
+    ("must_contain", "eq0", "answer misses a required fact"),
+    ("constraint_integrity", "eq0", "locked constraint not restated"),
+    ("citation_scoped", "lt1", "citation outside the retrieved context"),
+    ("must_cite_coverage", "lt1", "required citation missing"),
+    ("context_recall", "lt1", "relevant chunk did not reach the context"),
+    ("recall@10", "lt1", "relevant chunk not retrieved in top 10"),
+    ("trace_error", "eq1", "the system reported an error"),
+)
+
+
+def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
+    """The names of the failed checks, most serious first; checks with no value are skipped."""
+    failed = []
+    for metric, test, _ in CHECKS:
+        value = values.get(metric)
+        if value is None:
+            continue
+        if (test == "eq1" and value == 1) or (test == "eq0" and value == 0) or (test == "lt1" and value < 1):
+            failed.append(metric)
+    return failed
+
+
+DESCRIPTIONS = {metric: words for metric, _, words in CHECKS}

@@ -1,0 +1,70 @@
+"""Context and citation metrics: what reached the prompt, and whether citations are scoped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from groundjudge.contracts import Citation, CorpusChunk, GoldenCase, Offsets, Trace
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def context_metrics(case: GoldenCase, trace: Trace) -> dict[str, float | None]:
+    relevant = case.relevant_chunk_ids
+    context = [c.chunk_id for c in trace.context_chunks]
+    in_context = set(context)
+    return {
+        "context_recall": _rate(len(relevant & in_context), len(relevant)),
+        "context_precision": _rate(sum(1 for cid in context if cid in relevant), len(context)),
+    }
+
+
+def spans_overlap(cited: Offsets, gold: Offsets, window: int) -> bool:
+    """True when the cited span touches the gold span widened by ``window`` bytes on each side."""
+    return cited.start <= gold.end + window and cited.end >= max(0, gold.start - window)
+
+
+def _citation_accurate(
+    citation: Citation, gold_ids: Iterable[str], chunks: Mapping[str, CorpusChunk], window: int
+) -> bool:
+    cited_chunk = chunks.get(citation.chunk_id)
+    cited_doc = cited_chunk.doc_id if cited_chunk else None
+    for gold_id in gold_ids:
+        gold = chunks.get(gold_id)
+        if gold is None or gold.offsets is None or gold.doc_id != cited_doc:
+            continue
+        if citation.offsets is not None and spans_overlap(citation.offsets, gold.offsets, window):
+            return True
+    return False
+
+
+def citation_metrics(
+    case: GoldenCase, trace: Trace, chunks: Mapping[str, CorpusChunk], *, window: int = 30
+) -> dict[str, float | None]:
+    """Deterministic citation checks (SPEC 4).
+
+    ``citation_scoped``: share of citations whose id exists, was retrieved and reached the
+    context. ``must_cite_coverage``: share of ``must_cite`` ids cited. ``citation_offset_accuracy``:
+    share of citations carrying offsets whose span overlaps a gold chunk's span in the same
+    document, within ``window`` bytes. Each is None when its denominator is empty.
+    """
+    retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+    context = {c.chunk_id for c in trace.context_chunks}
+    cited_ids = [c.chunk_id for c in trace.citations]
+
+    def known(cid: str) -> bool:
+        return cid in chunks if chunks else (cid in retrieved or cid in context)
+
+    scoped = sum(1 for cid in cited_ids if known(cid) and cid in retrieved and cid in context)
+    with_offsets = [c for c in trace.citations if c.offsets is not None]
+    gold_ids = list(case.must_cite) or list(case.relevant_chunk_ids)
+    accurate = sum(1 for c in with_offsets if _citation_accurate(c, gold_ids, chunks, window))
+    must = set(case.must_cite)
+    return {
+        "citation_scoped": _rate(scoped, len(cited_ids)),
+        "citation_in_context": _rate(sum(1 for cid in cited_ids if cid in context), len(cited_ids)),
+        "must_cite_coverage": _rate(len(must & set(cited_ids)), len(must)),
+        "citation_offset_accuracy": _rate(accurate, len(with_offsets)) if chunks else None,
+    }

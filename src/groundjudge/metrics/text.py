@@ -1,0 +1,23 @@
+"""Text normalisation shared by the containment and behaviour checks."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """NFKC, case-folded, white space collapsed: the form string checks compare in."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def strip_accents(text: str) -> str:
+    """Drop diacritics (Vietnamese đ becomes d) so unaccented text matches accented phrases."""
+    decomposed = unicodedata.normalize("NFD", text.replace("đ", "d").replace("Đ", "D"))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def contains(haystack: str, needle: str) -> bool:
+    return normalize(needle) in normalize(haystack)

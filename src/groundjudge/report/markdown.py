@@ -1,0 +1,94 @@
+"""The human summary (``report.md``) of the deterministic stage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
+
+HEADLINE = (
+    "hit@5", "recall@5", "recall@10", "mrr@10", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
+    "recall_doc@5", "context_recall", "context_precision", "citation_scoped", "must_cite_coverage",
+    "citation_offset_accuracy", "behavior_correct", "under_refusal", "over_refusal", "must_contain",
+    "forbidden_absent", "gold_claim_hit", "constraint_integrity", "acl_leak", "paraphrase_stability@5",
+    "empty_result", "latency_ms.end_to_end.p50", "latency_ms.end_to_end.p95", "cost_usd",
+)
+TAG_METRICS = ("recall@5", "mrr@10", "context_recall", "behavior_correct", "must_contain")
+
+
+def fmt(summary: dict[str, Any] | None) -> str:
+    if not summary or summary["value"] is None:
+        return "–" if not summary else f"null (n={summary['n']})"
+    value = summary["value"]
+    text = f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
+    return f"{text} (n={summary['n']})"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def headline_metrics(doc: dict[str, Any]) -> list[str]:
+    present = {m for cfg in doc["per_config"].values() for m in cfg["aggregate"]}
+    return [m for m in HEADLINE if m in present] or sorted(present)
+
+
+def render_markdown(doc: dict[str, Any], *, top_failed: int = 15) -> str:
+    configs = doc["configs"]
+    acc = doc["accounting"]
+    out = ["# groundjudge metrics report", ""]
+    leaks = [(cfg, cid) for cfg in configs for cid, d in doc["per_config"][cfg]["case_details"].items()
+             if d["acl_leaks"]]
+    if leaks:
+        out += [f"**Critical: {len(leaks)} ACL leak(s)** — "
+                + ", ".join(f"`{cid}` ({cfg})" for cfg, cid in leaks) + ". These block a release.", ""]
+    out += ["## Accounting", "",
+            f"- cases in the golden set: {acc['cases']}",
+            *(f"- `{cfg}`: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
+              + (f" ({', '.join(acc['missing_trace'][cfg][:10])})" if acc['missing_trace'].get(cfg) else "")
+              for cfg, n in acc["scored"].items()),
+            f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",
+            f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc['unresolved_chunk_ids'].values()))}",
+            ""]
+    out += ["## Aggregate metrics per config", "",
+            "Each value is a mean over the cases where the metric is defined; n is that count.", ""]
+    out += _table(["metric", *configs],
+                  [[m, *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
+                   for m in headline_metrics(doc)])
+    out += ["", "## By tag", ""]
+    for cfg in configs:
+        by_tag = doc["per_config"][cfg]["by_tag"]
+        metrics = [m for m in TAG_METRICS if any(m in s for s in by_tag.values())]
+        out += [f"### `{cfg}`", ""]
+        out += _table(["tag", *metrics], [[tag, *(fmt(s.get(m)) for m in metrics)] for tag, s in by_tag.items()])
+        out.append("")
+    out += ["## By difficulty", ""]
+    for cfg in configs:
+        by_diff = doc["per_config"][cfg]["by_difficulty"]
+        metrics = [m for m in TAG_METRICS if any(m in s for s in by_diff.values())]
+        out += [f"### `{cfg}`", ""]
+        out += _table(["difficulty", *metrics], [[d, *(fmt(s.get(m)) for m in metrics)] for d, s in by_diff.items()])
+        out.append("")
+    out += ["## Failed cases (deterministic checks)", ""]
+    rows = []
+    for cfg in configs:
+        for cid, values in doc["per_config"][cfg]["per_case"].items():
+            failed = deterministic_failures(values)
+            if failed:
+                rows.append((len(failed), cfg, cid, failed))
+    rows.sort(key=lambda r: (-r[0], r[1], r[2]))
+    if rows:
+        out += _table(["case", "config", "failed checks"],
+                      [[f"`{cid}`", cfg, "; ".join(DESCRIPTIONS[f] for f in failed)]
+                       for _, cfg, cid, failed in rows[:top_failed]])
+        if len(rows) > top_failed:
+            out.append(f"\n… and {len(rows) - top_failed} more in metrics.json.")
+    else:
+        out.append("None.")
+    prov = doc["provenance"]
+    out += ["", "## Provenance", "",
+            f"groundjudge {prov['tool_version']}, commit {prov['git_commit'] or 'unknown'}"
+            + (" (dirty)" if prov["git_dirty"] else "") + f", Python {prov['python']}.", ""]
+    return "\n".join(out)

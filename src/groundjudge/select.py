@@ -1,0 +1,134 @@
+"""Select stage (SPEC 5.1): which (case, config) pairs go to the judge, and why the others do not.
+
+Every pair with a trace gets a decision: ``judge`` or ``skip`` with a reason. Pairs to judge are
+ordered by how much a verdict would tell: deterministic failures first, then cases whose answer
+or context changed against the baseline config, then the rest; a budget cuts from the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from groundjudge.contracts import Trace
+from groundjudge.judge.render import JudgeItem
+from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.evaluate import MetricsRun
+from groundjudge.metrics.failures import deterministic_failures
+
+
+@dataclass(frozen=True)
+class Selection:
+    case_id: str
+    config_id: str
+    judge: bool
+    reason: str | None  # why skipped; for judged pairs, why it was given priority
+    priority: int  # 0 = deterministic failure, 1 = changed since baseline, 2 = the rest
+    item: JudgeItem | None
+
+
+@dataclass(frozen=True)
+class SelectSettings:
+    smoke: bool = False
+    smoke_per_tag: int = 2
+    seed: int = 0
+    max_cases: int | None = None
+    baseline_config: str | None = None  # default: the first config
+
+
+def judge_item(dataset: Dataset, trace: Trace) -> tuple[JudgeItem | None, list[str]]:
+    """The judge's view of a trace, or the context ids whose text is nowhere to be found."""
+    contexts, missing = [], []
+    for chunk in trace.context_chunks:
+        text = chunk.text if chunk.text is not None else dataset.corpus.text_of(chunk.chunk_id)
+        if text is None:
+            missing.append(chunk.chunk_id)
+        else:
+            contexts.append((chunk.chunk_id, text))
+    if missing:
+        return None, missing
+    case = dataset.cases[trace.query_id]
+    item = JudgeItem(case_id=case.id, config_id=trace.config_id, question=trace.question or case.question,
+                     contexts=tuple(contexts), answer=trace.answer or "",
+                     citations=tuple(c.chunk_id for c in trace.citations), expected_answer=case.expected_answer)
+    return item, []
+
+
+def _smoke_sample(dataset: Dataset, per_tag: int, seed: int) -> set[str]:
+    def order(case_id: str) -> str:
+        return hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()
+
+    by_tag: dict[str, list[str]] = {}
+    for case in dataset.cases.values():
+        for tag in case.tags or ["(untagged)"]:
+            by_tag.setdefault(tag, []).append(case.id)
+    return {cid for ids in by_tag.values() for cid in sorted(ids, key=order)[:per_tag]}
+
+
+def _changed(trace: Trace, base: Trace | None) -> bool:
+    if base is None:
+        return False
+    return trace.answer != base.answer or [c.chunk_id for c in trace.context_chunks] != [
+        c.chunk_id for c in base.context_chunks]
+
+
+def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings | None = None) -> list[Selection]:
+    """One decision per (case, config) pair with a trace; judged pairs first, in priority order."""
+    settings = settings or SelectSettings()
+    configs = dataset.config_ids
+    baseline = settings.baseline_config or (configs[0] if configs else None)
+    sample = _smoke_sample(dataset, settings.smoke_per_tag, settings.seed) if settings.smoke else None
+    chosen: list[Selection] = []
+    skipped: list[Selection] = []
+    for config_id in configs:
+        for case_id in dataset.cases:
+            trace = dataset.trace(config_id, case_id)
+            if trace is None:
+                continue
+            scored = metrics.case(config_id, case_id)
+
+            def skip(reason: str, cid: str = case_id, cfg: str = config_id) -> None:
+                skipped.append(Selection(cid, cfg, False, reason, 3, None))
+
+            if trace.error is not None:
+                skip(f"trace_error: {trace.error}")
+                continue
+            if scored is not None and scored.behavior != "answer":
+                skip(f"decided deterministically: {scored.behavior} has no claims to judge")
+                continue
+            if not (trace.answer or "").strip():
+                skip("empty answer")
+                continue
+            item, missing = judge_item(dataset, trace)
+            if item is None:
+                skip(f"missing_text: no text for context chunk(s) {', '.join(missing)}")
+                continue
+            if sample is not None and case_id not in sample:
+                skip("smoke: outside the stratified sample")
+                continue
+            failures = deterministic_failures(scored.values) if scored else []
+            base = dataset.trace(baseline, case_id) if baseline and config_id != baseline else None
+            if failures:
+                priority, why = 0, "deterministic failure: " + ", ".join(failures)
+            elif _changed(trace, base):
+                priority, why = 1, f"answer or context changed since {baseline}"
+            else:
+                priority, why = 2, None
+            chosen.append(Selection(case_id, config_id, True, why, priority, item))
+    chosen.sort(key=lambda s: s.priority)  # stable: keeps golden-set order within a priority
+    if settings.max_cases is not None and len(chosen) > settings.max_cases:
+        over = chosen[settings.max_cases:]
+        chosen = chosen[: settings.max_cases]
+        skipped += [Selection(s.case_id, s.config_id, False, f"budget: max_cases {settings.max_cases}", s.priority, None)
+                    for s in over]
+    return chosen + skipped
+
+
+def skip_counts(selections: Sequence[Selection]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for s in selections:
+        if not s.judge:
+            key = (s.reason or "").split(":")[0]
+            counts[key] = counts.get(key, 0) + 1
+    return counts
