@@ -78,6 +78,19 @@ def write_metrics_reports(doc: dict[str, Any], out_dir: Path) -> None:
     write_text_atomic(out_dir / "report.md", render_markdown(doc))
 
 
+EMBEDDED_TIMEOUT_S = 900.0
+
+
+def for_embedded_judge(config: Config) -> Config:
+    """Settings the embedded judge needs: it serves one request at a time on the CPU, so more
+    than one call in flight only queues on the server and runs into client timeouts."""
+    if config.judge.base_url:
+        return config
+    judge = config.judge.model_copy(update={"concurrency": 1,
+                                            "timeout_s": max(config.judge.timeout_s, EMBEDDED_TIMEOUT_S)})
+    return config.model_copy(update={"judge": judge})
+
+
 def rubric_for(config: Config) -> Rubric:
     rubrics_dir = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else PACKAGE_RUBRICS)
     return load_rubric(rubrics_dir, config.judge.rubric, config.judge.rubric_version)

@@ -117,6 +117,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.concurrency": concurrency, "judge.smoke": smoke, "judge.max_cases": max_cases,
         "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None})
+    config = api.for_embedded_judge(config)
     out_dir = config.output.out or default_out()
     with judge_endpoint(config, quiet) as (base_url, model), JudgeProgress(quiet) as progress:
         result = api.run_eval(config, base_url=base_url, model=model, progress=progress)
@@ -230,6 +231,33 @@ def rubrics_lock(rubrics_dir: Path | None) -> None:
 
     _, added = lock_rubrics(_rubrics_dir(rubrics_dir))
     click.echo("locked: " + (", ".join(added) if added else "nothing new"))
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file.")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port on 127.0.0.1 (default: a free one).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU threads (default: every core).")
+@click.option("--context-size", type=click.IntRange(min=512), help="Context window in tokens.")
+def serve(config_path: Path | None, port: int | None, threads: int | None, context_size: int | None) -> None:
+    """Keep the embedded judge running across runs, until Ctrl-C."""
+    import time
+
+    from groundjudge.judge.local import LocalJudge, LocalJudgeError
+
+    config = api.resolve_config(config_path, {"local.port": port, "local.threads": threads,
+                                              "local.context_size": context_size})
+    try:
+        with LocalJudge.from_config(config, log=sys.stderr) as local:
+            click.echo(f"export GROUNDJUDGE_BASE_URL={local.base_url}")
+            click.echo(f"export GROUNDJUDGE_MODEL={local.model_id}")
+            click.echo("serving; Ctrl-C stops it", err=True)
+            while local.process is not None and local.process.poll() is None:
+                time.sleep(1)
+            raise JudgeUnavailable(f"the server exited with code {local.process.returncode if local.process else '?'}")
+    except LocalJudgeError as exc:
+        raise JudgeUnavailable(str(exc)) from exc
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
 
 
 @main.command()

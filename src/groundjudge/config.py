@@ -92,7 +92,7 @@ class Config(_Section):
 
 def _resolve(base: Path, value: Any) -> Any:
     if isinstance(value, str):
-        return str((base / value)) if not Path(value).is_absolute() else value
+        return os.path.normpath(base / value) if not Path(value).is_absolute() else value
     if isinstance(value, list):
         return [_resolve(base, v) for v in value]
     return value

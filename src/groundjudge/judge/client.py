@@ -99,8 +99,12 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    except (TypeError, ValueError, IndexError):  # not a date either: fall back to our own backoff
+        return None
+    return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 @dataclass
@@ -160,8 +164,7 @@ class JudgeClient:
             except openai.APIStatusError as exc:
                 # A server that cannot do this structured-output mode says so on first use;
                 # step down a mode and try again at once (not a transient retry).
-                if (not self._mode_confirmed and mode != "json"
-                        and exc.status_code in (400, 415, 422, 500, 501)):
+                if not self._mode_confirmed and mode != "json" and _rejects_output_mode(exc):
                     if self.mode == mode:
                         self._mode_index += 1
                     continue
@@ -203,6 +206,16 @@ class JudgeClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _rejects_output_mode(exc: openai.APIStatusError) -> bool:
+    """Does this error refuse the structured-output mode? 400/415/422/501 do; a 500 (llama.cpp's
+    answer to json_schema) only when it says so: a plain 500 is transient and is retried as is,
+    so one hiccup does not downgrade the output mode for the whole run."""
+    if exc.status_code in (400, 415, 422, 501):
+        return True
+    text = str(exc).lower()
+    return exc.status_code == 500 and any(w in text for w in ("response_format", "json_schema", "schema"))
 
 
 def _short(exc: BaseException) -> str:

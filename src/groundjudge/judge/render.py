@@ -24,6 +24,11 @@ def neutralize(text: str) -> str:
     return _MARKER_WORDS.sub(lambda m: " ".join(g for g in m.groups() if g), text)
 
 
+def _one_line(text: str) -> str:
+    """Ids are rendered on a line of the prompt's own (outside a data block): keep them on it."""
+    return " ".join(text.splitlines())
+
+
 @dataclass(frozen=True)
 class JudgeItem:
     """Everything the judge sees for one case under one config (and everything its cache key needs)."""
@@ -40,9 +45,9 @@ class JudgeItem:
 def render_messages(rubric: Rubric, item: JudgeItem) -> list[dict[str, str]]:
     user = rubric.render_user(
         question=neutralize(item.question),
-        contexts=[{"id": neutralize(cid), "text": neutralize(text)} for cid, text in item.contexts],
+        contexts=[{"id": _one_line(neutralize(cid)), "text": neutralize(text)} for cid, text in item.contexts],
         answer=neutralize(item.answer),
         expected_answer=neutralize(item.expected_answer) if item.expected_answer else "(none)",
-        citations=[neutralize(c) for c in item.citations],
+        citations=[_one_line(neutralize(c)) for c in item.citations],
     )
     return [{"role": "system", "content": rubric.system_prompt}, {"role": "user", "content": user}]

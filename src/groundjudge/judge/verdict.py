@@ -74,8 +74,12 @@ def extract_json(raw: str) -> dict:
         depth, in_str, escaped = 0, False, False
         for i, ch in enumerate(raw[start:], start):
             if in_str:
-                escaped = ch == "\\" and not escaped
-                if ch == '"' and not escaped:
+                # An escaped character (\" included) never ends the string.
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
                     in_str = False
                 continue
             if ch == '"':

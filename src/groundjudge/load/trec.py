@@ -21,11 +21,9 @@ where every error message is written. Both paths return the same result.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ _EOL = "\x00"
 # until they are converted or dropped; one split of the whole file is ~1.5x slower.
 _BLOCK_CHARS = 16_384
 _SMALL_INTS = {str(number): number for number in range(-9, 100)}
+
 
 def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """Read a TREC qrels file into ``{query_id: {doc_id: grade}}``.
@@ -74,12 +73,12 @@ def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     >>> read_qrels(p)
     {'q1': {'d1': 2, 'd2': 0}}
     """
-    text = _read_text(path)
+    source = os.fspath(path)
+    text = _read_text(source)
     try:
-        with _gc_paused():
-            return _qrels_from_text(text)
+        return _qrels_from_text(text)
     except _NotProvablyWellFormed:
-        return _read_qrels_by_line(path, text)
+        return _read_qrels_by_line(source, text)
 
 
 def _qrels_from_text(text: str) -> dict[str, dict[str, int]]:
@@ -129,12 +128,12 @@ def read_run(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, float]]]
     >>> read_run(p)
     {'q1': [('d1', 2.5), ('d2', 1.5)]}
     """
-    text = _read_text(path)
+    source = os.fspath(path)
+    text = _read_text(source)
     try:
-        with _gc_paused():
-            return _run_from_text(text)
+        return _run_from_text(text)
     except _NotProvablyWellFormed:
-        return _read_run_by_line(path, text)
+        return _read_run_by_line(source, text)
 
 
 def _run_from_text(text: str) -> dict[str, list[tuple[str, float]]]:
@@ -157,7 +156,7 @@ def _run_from_text(text: str) -> dict[str, list[tuple[str, float]]]:
     return run
 
 
-def _read_text(path: str | os.PathLike[str]) -> str:
+def _read_text(path: str) -> str:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -173,7 +172,7 @@ def _read_text(path: str | os.PathLike[str]) -> str:
             "encoding",
             f"byte 0x{data[exc.start]:02x} at column {column} is not valid UTF-8; save the file as UTF-8",
         ) from exc
-    if not text.strip():
+    if not text or text.isspace():
         raise InputError.one(path, None, None, "the file is empty; expected one whitespace-separated record per line")
     return text
 
@@ -207,7 +206,8 @@ def _blocks(
             raise _NotProvablyWellFormed
         try:
             columns = [
-                tokens[index::stride] if convert is None else convert(tokens[index::stride]) for index, convert in wanted
+                tokens[index::stride] if convert is None else convert(tokens[index::stride])
+                for index, convert in wanted
             ]
         except ValueError:
             raise _NotProvablyWellFormed from None
@@ -216,6 +216,8 @@ def _blocks(
 
 
 def _scores(texts: list[str]) -> list[float]:
+    if "_" in "".join(texts):
+        raise ValueError("digit separators")  # float() takes "1_0"; the line reader refuses it
     return list(map(float, texts))
 
 
@@ -224,6 +226,8 @@ def _grades(texts: list[str]) -> list[int]:
     try:
         return list(map(_SMALL_INTS.__getitem__, texts))
     except KeyError:
+        if "_" in "".join(texts):
+            raise ValueError("digit separators") from None  # int() takes "1_0"; the line reader refuses it
         return list(map(int, texts))
 
 
@@ -236,25 +240,7 @@ def _query_runs(qids: list[str]) -> Iterator[tuple[str, int, int]]:
         start = end
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a reader builds its records.
-
-    A run becomes ~100k small tuples; each allocation burst triggers collections that walk
-    every live container, which cost as much as the parsing itself. The records hold only
-    strings and numbers, so no cycle can form and pausing loses nothing. The previous state
-    is restored, so a caller who disabled the collector keeps it disabled.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _read_qrels_by_line(path: str | os.PathLike[str], text: str) -> dict[str, dict[str, int]]:
+def _read_qrels_by_line(path: str, text: str) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     first_seen: dict[tuple[str, str], int] = {}
     for lineno, line in enumerate(text.split("\n"), 1):
@@ -266,6 +252,8 @@ def _read_qrels_by_line(path: str | os.PathLike[str], text: str) -> dict[str, di
         qid, _, doc, rel_text = parts
         try:
             grade = int(rel_text)
+            if "_" in rel_text:
+                raise ValueError(rel_text)
         except ValueError:
             raise InputError.one(
                 path, lineno, "relevance", f"{rel_text!r} is not an integer relevance grade (e.g. 0, 1, 2)"
@@ -283,7 +271,7 @@ def _read_qrels_by_line(path: str | os.PathLike[str], text: str) -> dict[str, di
     return qrels
 
 
-def _read_run_by_line(path: str | os.PathLike[str], text: str) -> dict[str, list[tuple[str, float]]]:
+def _read_run_by_line(path: str, text: str) -> dict[str, list[tuple[str, float]]]:
     run: dict[str, list[tuple[str, float]]] = {}
     first_seen: dict[tuple[str, str], int] = {}
     for lineno, line in enumerate(text.split("\n"), 1):
@@ -295,6 +283,8 @@ def _read_run_by_line(path: str | os.PathLike[str], text: str) -> dict[str, list
         qid, _, doc, _, score_text, _ = parts
         try:
             score = float(score_text)
+            if "_" in score_text:
+                raise ValueError(score_text)
         except ValueError:
             raise InputError.one(path, lineno, "score", f"{score_text!r} is not a number") from None
         if not math.isfinite(score):
@@ -313,6 +303,4 @@ def _read_run_by_line(path: str | os.PathLike[str], text: str) -> dict[str, list
 
 
 def _column_count_problem(parts: list[str], names: tuple[str, ...]) -> str:
-    return (
-        f"expected {len(names)} whitespace-separated columns ({' '.join(names)}), found {len(parts)}"
-    )
+    return f"expected {len(names)} whitespace-separated columns ({' '.join(names)}), found {len(parts)}"

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from operator import itemgetter
@@ -81,8 +81,9 @@ class QueryCoverage:
 def metric_names(ks: Sequence[int] = DEFAULT_KS) -> tuple[str, ...]:
     """Keys of :func:`retrieval_metrics`'s result for these cutoffs, in its order.
 
-    >>> metric_names((1,))
-    ('hit@1', 'recall@1', 'precision@1', 'mrr@1', 'ndcg@1', 'ndcg_exp@1', 'mrr', 'ndcg', 'map', 'r_precision', 'num_rel', 'num_ret', 'num_rel_ret')
+    >>> metric_names((1,))  # doctest: +NORMALIZE_WHITESPACE
+    ('hit@1', 'recall@1', 'precision@1', 'mrr@1', 'ndcg@1', 'ndcg_exp@1',
+     'mrr', 'ndcg', 'map', 'r_precision', 'num_rel', 'num_ret', 'num_rel_ret')
     """
     return _keys(_check_ks(ks))
 
@@ -226,7 +227,10 @@ def evaluate_trec(
     keys = _keys(ks)
     per_query: dict[str, dict[str, float | None]] = {}
     for qid in query_coverage(qrels, run).evaluated:
-        judged = _Judged.build(qrels[qid], relevance_level)
+        try:
+            judged = _Judged.build(qrels[qid], relevance_level)
+        except ValueError as exc:
+            raise ValueError(f"query {qid!r}: {exc}") from None
         hit_ranks, hit_grades, num_ret = _ranked_hits(run[qid], judged.positive, qid)
         per_query[qid] = _score(hit_ranks, hit_grades, num_ret, judged, ks, keys)
     return per_query, _means(per_query, keys)
@@ -248,14 +252,24 @@ class _Judged:
             _check_grades(relevance)
         positive = {doc: grade for doc, grade in relevance.items() if grade > 0}
         ordered = sorted(positive.values(), reverse=True)
-        linear = [0.0]
-        exp = [0.0]
-        for rank, grade in enumerate(ordered):
-            discount = math.log2(rank + 2)
-            linear.append(linear[-1] + grade / discount)
-            exp.append(exp[-1] + (2**grade - 1) / discount)
+        ideal_linear, ideal_exp = _dcg_prefixes(range(len(ordered)), ordered)
         num_rel = len(ordered) if level == 1 else sum(1 for grade in ordered if grade >= level)
-        return cls(positive, level, num_rel, linear, exp)
+        return cls(positive, level, num_rel, ideal_linear, ideal_exp)
+
+
+def _dcg_prefixes(ranks: Iterable[int], grades: Iterable[int]) -> tuple[list[float], list[float]]:
+    """Running DCG after each positive-gain document (0-based ``ranks``, ascending), both gains.
+
+    ``linear[j]`` is the DCG of the first j of them with gain = grade, ``exp[j]`` with gain
+    2**grade - 1; both start at 0.0 for j = 0. The discount of 0-based rank r is log2(r + 2).
+    """
+    linear = [0.0]
+    exp = [0.0]
+    for rank, grade in zip(ranks, grades):
+        discount = math.log2(rank + 2)
+        linear.append(linear[-1] + grade / discount)
+        exp.append(exp[-1] + (2**grade - 1) / discount)
+    return linear, exp
 
 
 def _score(
@@ -272,17 +286,12 @@ def _score(
     else:
         rel_ranks = [rank for rank, grade in zip(hit_ranks, hit_grades) if grade >= judged.level]
     num_rel = judged.num_rel
-    linear = [0.0]
-    exp = [0.0]
-    for rank, grade in zip(hit_ranks, hit_grades):
-        discount = math.log2(rank + 2)
-        linear.append(linear[-1] + grade / discount)
-        exp.append(exp[-1] + (2**grade - 1) / discount)
+    linear, exp = _dcg_prefixes(hit_ranks, hit_grades)
     ideal_linear = judged.ideal_linear
     ideal_exp = judged.ideal_exp
     num_positive = len(ideal_linear) - 1  # judged documents with a positive grade
-    first_reciprocal = 1.0 / (rel_ranks[0] + 1) if rel_ranks else 0.0
-    first = rel_ranks[0] if rel_ranks else num_ret
+    first: float = rel_ranks[0] if rel_ranks else math.inf
+    first_reciprocal = 1.0 / (first + 1)  # 0.0 when nothing relevant was ranked
 
     hit: list[float | None] = []
     recall: list[float | None] = []
@@ -310,10 +319,7 @@ def _score(
             ndcg.append(None)
             ndcg_exp.append(None)
     values = hit + recall + precision + mrr + ndcg + ndcg_exp
-    if num_rel:
-        values.append(first_reciprocal)
-    else:
-        values.append(None)
+    values.append(first_reciprocal if num_rel else None)
     values.append(linear[-1] / ideal_linear[-1] if num_positive else None)
     if num_rel:
         values.append(math.fsum([(n + 1) / (rank + 1) for n, rank in enumerate(rel_ranks)]) / num_rel)

@@ -1,0 +1,295 @@
+"""The judge cache: keyed by everything a verdict depends on, raw replies parsed after lookup."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from groundjudge import api
+from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
+from groundjudge.judge.client import ClientSettings, JudgeClient
+from groundjudge.judge.engine import JudgeEngine, JudgeOutcome
+from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.rubric import Rubric, load_rubric, lock_rubrics
+from tests.support.judge_replies import make_item, verdict_dict, verdict_for_request
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+RUBRICS = ROOT / "rubrics"
+RUBRIC = load_rubric(RUBRICS, "grounded_answer")
+SETTINGS = ClientSettings(base_url="http://127.0.0.1:1/v1", model="judge-test-1")
+ITEMS = [make_item(n) for n in range(6)]
+
+
+def run(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, rubric: Rubric = RUBRIC,
+        model: str | None = None, enabled: bool = True, **settings: Any) -> tuple[list[JudgeOutcome], dict]:
+    client = JudgeClient(ClientSettings(base_url=srv.base_url, model=model or srv.model, backoff_initial_s=0,
+                                        **settings))
+    cache = JudgeCache(cache_dir, enabled=enabled)
+    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=4)
+    try:
+        outcomes = asyncio.run(engine.run(items))
+        stats = cache.stats()
+    finally:
+        cache.close()
+    return outcomes, stats
+
+
+def replace(item: JudgeItem, **changes: Any) -> JudgeItem:
+    return dataclasses.replace(item, **changes)
+
+
+# ---------------------------------------------------------------------------------- the key
+
+
+def test_key_is_deterministic_and_hex() -> None:
+    key = cache_key(RUBRIC, "m", SETTINGS.decoding(), ITEMS[0])
+    assert key == cache_key(RUBRIC, "m", SETTINGS.decoding(), make_item(0))
+    assert len(key) == 64 and int(key, 16) >= 0
+
+
+@pytest.mark.parametrize("change", [
+    {"question": "another question"},
+    {"answer": "another answer"},
+    {"expected_answer": "another expected answer"},
+    {"expected_answer": None},
+    {"citations": ("doc0#2",)},
+    {"citations": ()},
+    {"contexts": (("doc0#1", "Chunk doc0#1 states fact number 0!"), ("doc0#2", "Chunk doc0#2 states fact number 0."))},
+    {"contexts": (("doc0#2", "Chunk doc0#2 states fact number 0."), ("doc0#1", "Chunk doc0#1 states fact number 0."))},
+    {"contexts": (("other#1", "Chunk doc0#1 states fact number 0."), ("doc0#2", "Chunk doc0#2 states fact number 0."))},
+    {"contexts": (("doc0#1", "Chunk doc0#1 states fact number 0."),)},
+])
+def test_every_judged_input_is_in_the_key(change: dict[str, Any]) -> None:
+    base = cache_key(RUBRIC, "m", SETTINGS.decoding(), ITEMS[0])
+    assert cache_key(RUBRIC, "m", SETTINGS.decoding(), replace(ITEMS[0], **change)) != base
+
+
+def test_model_rubric_and_decoding_are_in_the_key(tmp_path: Path) -> None:
+    base = cache_key(RUBRIC, "m", SETTINGS.decoding(), ITEMS[0])
+    assert cache_key(RUBRIC, "m2", SETTINGS.decoding(), ITEMS[0]) != base
+    for decoding in (dataclasses.replace(SETTINGS, seed=1), dataclasses.replace(SETTINGS, temperature=0.2),
+                     dataclasses.replace(SETTINGS, max_tokens=99), dataclasses.replace(SETTINGS, output_mode="json")):
+        assert cache_key(RUBRIC, "m", decoding.decoding(), ITEMS[0]) != base
+    v2 = RUBRIC.model_copy(update={"version": 2})
+    assert cache_key(v2, "m", SETTINGS.decoding(), ITEMS[0]) != base
+    edited = RUBRIC.model_copy(update={"description": RUBRIC.description + "!"})
+    assert edited.content_hash != RUBRIC.content_hash
+    assert cache_key(edited, "m", SETTINGS.decoding(), ITEMS[0]) != base
+
+
+def test_transport_settings_and_the_case_identity_are_not_in_the_key() -> None:
+    base = cache_key(RUBRIC, "m", SETTINGS.decoding(), ITEMS[0])
+    transport = dataclasses.replace(SETTINGS, base_url="http://elsewhere/v1", api_key="sk-x", timeout_s=3,
+                                    max_attempts=9, requests_per_minute=10, backoff_initial_s=5)
+    assert cache_key(RUBRIC, "m", transport.decoding(), ITEMS[0]) == base
+    # the same judgment for another config (or case id) is the same judgment
+    assert cache_key(RUBRIC, "m", SETTINGS.decoding(), replace(ITEMS[0], config_id="other", case_id="x")) == base
+
+
+# ----------------------------------------------------------------------------- re-runs
+
+
+def test_unchanged_rerun_makes_zero_calls(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        first, stats1 = run(srv, ITEMS, tmp_path)
+        assert srv.call_count == 6
+        srv.reset()
+        second, stats2 = run(srv, ITEMS, tmp_path)
+        assert srv.call_count == 0
+    assert [o.status for o in second] == ["judged"] * 6
+    assert all(o.source == "cache" and o.requests == 0 for o in second)
+    assert [o.scores for o in second] == [o.scores for o in first]
+    assert [o.raw for o in second] == [o.raw for o in first]
+    assert (stats1["misses"], stats1["hits"], stats1["entries"]) == (6, 0, 6)
+    assert (stats2["misses"], stats2["hits"], stats2["entries"]) == (0, 6, 6)
+    assert stats2["size_bytes"] > 0
+
+
+@pytest.mark.parametrize("what", ["context_text", "answer"])
+def test_changing_one_case_rejudges_only_that_case(tmp_path: Path, what: str) -> None:
+    changed = list(ITEMS)
+    if what == "context_text":
+        cid, text = changed[2].contexts[1]
+        changed[2] = replace(changed[2], contexts=(changed[2].contexts[0], (cid, text + " Also 7.")))
+    else:
+        changed[4] = replace(changed[4], answer=changed[4].answer + " And more.")
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        run(srv, ITEMS, tmp_path)
+        srv.reset()
+        outcomes, _ = run(srv, changed, tmp_path)
+        assert srv.call_count == 1
+        sent = srv.requests[0].body["messages"][1]["content"]
+    index = 2 if what == "context_text" else 4
+    assert [o.source for o in outcomes] == ["call" if i == index else "cache" for i in range(6)]
+    assert changed[index].question in sent
+
+
+def test_changing_the_model_rejudges_everything(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        run(srv, ITEMS, tmp_path)
+    with ScriptedOpenAIServer(verdict_for_request, model="judge-test-2") as srv:
+        outcomes, _ = run(srv, ITEMS, tmp_path)
+        assert srv.call_count == 6
+        srv.reset()
+        run(srv, ITEMS, tmp_path)
+        assert srv.call_count == 0
+    assert all(o.status == "judged" and o.source == "call" for o in outcomes)
+
+
+def test_a_new_rubric_version_rejudges_everything(tmp_path: Path) -> None:
+    rubrics = Path(shutil.copytree(RUBRICS, tmp_path / "rubrics"))
+    v2 = rubrics / "grounded_answer" / "v2.yaml"
+    data = yaml.safe_load((rubrics / "grounded_answer" / "v1.yaml").read_text(encoding="utf-8"))
+    data["version"] = 2
+    data["system_prompt"] = data["system_prompt"].replace("strict grader", "strict and careful grader")
+    v2.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    lock_rubrics(rubrics)
+    rubric_v2 = load_rubric(rubrics, "grounded_answer")
+    assert rubric_v2.version == 2
+    cache_dir = tmp_path / "cache"
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        run(srv, ITEMS, cache_dir)
+        srv.reset()
+        outcomes, _ = run(srv, ITEMS, cache_dir, rubric=rubric_v2)
+        assert srv.call_count == 6
+        assert "strict and careful grader" in srv.requests[0].body["messages"][0]["content"]
+        srv.reset()
+        # both versions stay cached side by side
+        run(srv, ITEMS, cache_dir, rubric=load_rubric(rubrics, "grounded_answer", 1))
+        run(srv, ITEMS, cache_dir, rubric=rubric_v2)
+        assert srv.call_count == 0
+    assert all(o.status == "judged" for o in outcomes)
+
+
+def test_disabled_cache_neither_reads_nor_writes(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        run(srv, ITEMS[:2], tmp_path / "c", enabled=False)
+        _, stats = run(srv, ITEMS[:2], tmp_path / "c", enabled=False)
+        assert srv.call_count == 4
+    assert stats["entries"] == 0 and stats["enabled"] is False
+
+
+# ------------------------------------------------------------- raw replies, parsed after
+
+
+def _key(item: JudgeItem, model: str = "judge-test-1") -> str:
+    return cache_key(RUBRIC, model, ClientSettings(base_url="x", model=model).decoding(), item)
+
+
+def _put(cache_dir: Path, item: JudgeItem, raw: str) -> None:
+    cache = JudgeCache(cache_dir)
+    cache.put(_key(item), CachedReply(raw=raw, model="judge-test-1", prompt_tokens=10, completion_tokens=5,
+                                      created=time.time()))
+    cache.close()
+
+
+def test_the_raw_reply_is_what_is_stored(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    raw = "Here you go:\n```json\n" + json.dumps(verdict_dict([c for c, _ in item.contexts])) + "\n```"
+    with ScriptedOpenAIServer([Reply(raw, prompt_tokens=123, completion_tokens=45)]) as srv:
+        (outcome,), _ = run(srv, [item], tmp_path, api_key="sk-secret-never-on-disk")
+    assert outcome.status == "judged" and outcome.cache_key == _key(item)
+    cache = JudgeCache(tmp_path)
+    stored = cache.get(_key(item))
+    cache.close()
+    assert stored is not None
+    assert (stored.raw, stored.model, stored.prompt_tokens, stored.completion_tokens) == (raw, "judge-test-1", 123, 45)
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"sk-secret-never-on-disk" not in on_disk
+
+
+def test_a_cached_invalid_reply_is_a_judge_error_without_a_call(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    _put(tmp_path, item, '{"claims": [{"claim": "x", "verdict": "probably", "support": []}], "correctness": 2}')
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        (outcome,), stats = run(srv, [item], tmp_path)
+        assert srv.call_count == 0
+    assert outcome.status == "judge_error" and outcome.source == "cache" and outcome.scores is None
+    assert outcome.reason.startswith("invalid verdict (cached reply)")
+    assert stats["hits"] == 1
+
+
+def test_a_cached_reply_is_reparsed_with_the_current_parser(tmp_path: Path) -> None:
+    """The cache holds text, not a parse: a reply in prose and a fence is read by today's parser."""
+    item = ITEMS[1]
+    body = verdict_dict([c for c, _ in item.contexts], correctness=1)
+    _put(tmp_path, item, 'I think {"note": 1} is irrelevant. ```json\n' + json.dumps(body) + "\n``` done")
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        (outcome,), _ = run(srv, [item], tmp_path)
+        assert srv.call_count == 0
+    assert outcome.status == "judged" and outcome.source == "cache" and outcome.scores.correctness == 1
+
+
+def test_a_failed_repair_is_cached_and_not_paid_for_again(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    with ScriptedOpenAIServer(default="not json at all") as srv:
+        (first,), _ = run(srv, [item], tmp_path)
+        assert srv.call_count == 2
+        srv.reset()
+        (second,), _ = run(srv, [item], tmp_path)
+        assert srv.call_count == 0
+    assert first.status == second.status == "judge_error"
+    assert second.source == "cache" and second.raw == "not json at all"
+
+
+# ---------------------------------------------------------------------- housekeeping
+
+
+def test_stats_prune_and_clear(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path)
+    now = time.time()
+    cache.put("old", CachedReply("{}", "m", 1, 1, now - 10 * 86400))
+    cache.put("new", CachedReply("{}", "m", 1, 1, now))
+    assert cache.get("missing") is None
+    assert cache.get("new").raw == "{}"
+    assert cache.stats()["entries"] == 2 and cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
+    assert cache.prune(older_than_days=5) == 1
+    assert cache.get("old") is None and cache.get("new") is not None
+    assert cache.clear() == 1 and cache.stats()["entries"] == 0
+    cache.close()
+
+
+# ------------------------------------------------------------ through the library API
+
+
+def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_path: Path) -> None:
+    examples = Path(shutil.copytree(ROOT / "examples", tmp_path / "examples"))
+    config_path = examples / "groundjudge.toml"
+
+    def config() -> Any:
+        return api.resolve_config(config_path, {"judge.base_url": srv.base_url, "judge.model": srv.model,
+                                                "cache.dir": tmp_path / "cache"}, environ={})
+
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        first = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
+        judged = [s for s in first.selections if s.judge]
+        assert srv.call_count == len(judged) == 81
+        srv.reset()
+        again = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
+        assert srv.call_count == 0 and again.totals.cache_hits == 81
+
+        target = "billing-v2#2"
+        lines = (examples / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            record = json.loads(line)
+            if record["chunk_id"] == target:
+                record["text"] += " (Updated.)"
+                lines[i] = json.dumps(record, ensure_ascii=False)
+        (examples / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        affected = {(s.config_id, s.case_id) for s in judged if any(cid == target for cid, _ in s.item.contexts)}
+        assert affected
+        srv.reset()
+        third = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
+        assert srv.call_count == len(affected)
+    called = {(o.config_id, o.case_id) for o in third.outcomes if o.source == "call"}
+    assert called == affected
+    assert all(o.status == "judged" for o in third.outcomes)

@@ -1,0 +1,292 @@
+"""The judge engine against a scripted server: one test per fault, every item accounted for.
+
+Each test checks, for every item, its final status (judged / judge_error / skipped) and reason,
+that nothing but a judged item carries scores, and that the server saw exactly the calls needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundjudge.judge.cache import JudgeCache
+from groundjudge.judge.client import ClientSettings, JudgeClient
+from groundjudge.judge.engine import Budget, JudgeEngine, JudgeOutcome, Pricing, outcome_record
+from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.rubric import Rubric, load_rubric
+from tests.support.judge_replies import RecordedSleep, make_item, verdict_dict, verdict_for_request
+from tests.support.openai_server import Disconnect, Hang, HTTPError, Reply, ScriptedOpenAIServer, Truncated
+
+ROOT = Path(__file__).resolve().parent.parent
+RUBRIC = load_rubric(ROOT / "rubrics", "grounded_answer")
+
+
+def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, concurrency: int = 1,
+               budget: Budget | None = None, pricing: Pricing | None = None, rubric: Rubric = RUBRIC,
+               **settings: Any) -> tuple[list[JudgeOutcome], JudgeEngine, RecordedSleep]:
+    options: dict[str, Any] = dict(base_url=srv.base_url, model=srv.model, timeout_s=5.0, max_attempts=3)
+    options.update(settings)
+    sleep = RecordedSleep()
+    client = JudgeClient(ClientSettings(**options), sleep=sleep)
+    cache = JudgeCache(cache_dir)
+    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=concurrency,
+                         budget=budget or Budget(), pricing=pricing or Pricing())
+    try:
+        outcomes = asyncio.run(engine.run(items))
+    finally:
+        cache.close()
+    return outcomes, engine, sleep
+
+
+def check_accounting(outcomes: list[JudgeOutcome], items: list[JudgeItem]) -> None:
+    """Every item comes back once, in order; only judged items carry a verdict and scores."""
+    assert [(o.case_id, o.config_id) for o in outcomes] == [(i.case_id, i.config_id) for i in items]
+    for o in outcomes:
+        assert o.status in ("judged", "judge_error", "skipped")
+        if o.status == "judged":
+            assert o.verdict is not None and o.scores is not None and o.reason is None
+        else:
+            assert o.verdict is None and o.scores is None, o
+            assert o.reason, o
+            assert "scores" not in outcome_record(o)
+
+
+def statuses(outcomes: list[JudgeOutcome]) -> list[str]:
+    return [o.status for o in outcomes]
+
+
+ITEMS = [make_item(n) for n in range(3)]
+
+
+def test_all_judged_with_one_call_per_item(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        outcomes, engine, _ = run_engine(srv, ITEMS, tmp_path, concurrency=3)
+        assert srv.call_count == 3
+    check_accounting(outcomes, ITEMS)
+    assert statuses(outcomes) == ["judged"] * 3
+    for o in outcomes:
+        assert o.source == "call" and o.requests == 1
+        assert o.scores.faithfulness == 0.5 and o.scores.citation_support == 1.0 and o.scores.correctness == 3
+    assert engine.totals.requests == 3 and engine.totals.done == 3 and engine.totals.errors == 0
+    assert engine.totals.mode == "json_schema" and engine.totals.stopped is None
+    record = outcome_record(outcomes[0])
+    assert [c["class"] for c in record["claims"]] == ["cited_support", "unsupported"]
+
+
+def test_429_with_retry_after_is_retried_and_honoured(tmp_path: Path) -> None:
+    script = [HTTPError(429, retry_after=5), None, HTTPError(429, retry_after=2)]  # None: a valid verdict
+
+    def act(body: dict, i: int) -> Any:
+        action = script[i] if i < len(script) else None
+        return action if action is not None else verdict_for_request(body)
+
+    with ScriptedOpenAIServer(act) as srv:
+        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path)
+        assert srv.call_count == 4
+    check_accounting(outcomes, ITEMS[:2])
+    assert statuses(outcomes) == ["judged", "judged"]
+    assert [o.requests for o in outcomes] == [2, 2]
+    assert sleep.waits == [5.0, 2.0]
+
+
+def test_500_then_success(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([HTTPError(500)], default=verdict_for_request) as srv:
+        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path, backoff_initial_s=0)
+        assert srv.call_count == 3
+    check_accounting(outcomes, ITEMS[:2])
+    assert statuses(outcomes) == ["judged", "judged"]
+    assert engine.totals.mode == "json_schema"
+
+
+def test_persistent_500_is_a_judge_error_after_max_attempts(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(default=HTTPError(500)) as srv:
+        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path, max_attempts=3, backoff_initial_s=0)
+        assert srv.call_count == 2 * 3
+    check_accounting(outcomes, ITEMS[:2])
+    assert statuses(outcomes) == ["judge_error", "judge_error"]
+    assert all(o.reason.startswith("HTTP 500 after 3 attempt(s)") for o in outcomes)
+    assert engine.totals.errors == 2 and engine.totals.stopped is None  # a 5xx does not stop the run
+    # errors are not cached: a later run tries again
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        outcomes, _, _ = run_engine(srv, ITEMS[:2], tmp_path)
+        assert srv.call_count == 2
+    assert statuses(outcomes) == ["judged", "judged"]
+
+
+def test_timeout_is_a_judge_error(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(default=Hang(10)) as srv:
+        outcomes, engine, _ = run_engine(srv, ITEMS[:2], tmp_path, concurrency=2, timeout_s=0.25,
+                                         max_attempts=2, backoff_initial_s=0)
+        assert srv.call_count == 4
+    check_accounting(outcomes, ITEMS[:2])
+    assert statuses(outcomes) == ["judge_error", "judge_error"]
+    assert all(o.reason == "timed out after 2 attempt(s)" for o in outcomes)
+
+
+def test_disconnect_is_retried(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer([Disconnect()], default=verdict_for_request) as srv:
+        outcomes, _, sleep = run_engine(srv, ITEMS[:2], tmp_path, backoff_initial_s=0)
+        assert srv.call_count == 3
+    check_accounting(outcomes, ITEMS[:2])
+    assert statuses(outcomes) == ["judged", "judged"]
+    assert outcomes[0].requests == 2 and len(sleep.waits) == 1
+
+
+def test_truncated_json_gets_one_repair_then_judged(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    valid = verdict_dict([cid for cid, _ in item.contexts])
+    with ScriptedOpenAIServer([Truncated(valid), Reply(json.dumps(valid))]) as srv:
+        outcomes, _, _ = run_engine(srv, [item], tmp_path)
+        assert srv.call_count == 2
+        repair = srv.requests[1].body["messages"]
+    check_accounting(outcomes, [item])
+    assert statuses(outcomes) == ["judged"] and outcomes[0].requests == 2
+    assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
+    assert repair[2]["content"] == Truncated(valid).truncated_text
+    assert "could not be used" in repair[3]["content"] and "JSON" in repair[3]["content"]
+
+
+def test_bad_repair_is_a_judge_error_after_exactly_two_calls(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    valid = verdict_dict([cid for cid, _ in item.contexts])
+    with ScriptedOpenAIServer([Truncated(valid), Truncated(valid)], default=verdict_for_request) as srv:
+        outcomes, _, _ = run_engine(srv, [item], tmp_path)
+        assert srv.call_count == 2
+    check_accounting(outcomes, [item])
+    assert statuses(outcomes) == ["judge_error"]
+    assert outcomes[0].reason.startswith("invalid verdict after one repair")
+    assert outcomes[0].raw == Truncated(valid).truncated_text  # the raw reply is kept for triage
+
+
+def test_off_menu_verdict_then_good_repair(tmp_path: Path) -> None:
+    item = ITEMS[0]
+    bad = verdict_dict([cid for cid, _ in item.contexts])
+    bad["claims"][0]["verdict"] = "mostly_true"
+    with ScriptedOpenAIServer([json.dumps(bad)], default=verdict_for_request) as srv:
+        outcomes, _, _ = run_engine(srv, [item], tmp_path)
+        assert srv.call_count == 2
+        assert "verdict" in srv.requests[1].body["messages"][-1]["content"]
+    assert statuses(outcomes) == ["judged"]
+
+
+def test_changed_model_id_stops_the_run(tmp_path: Path) -> None:
+    items = [make_item(n) for n in range(4)]
+    with ScriptedOpenAIServer(lambda body, i: Reply(verdict_for_request(body), model="judge-impostor")) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, concurrency=1)
+        assert srv.call_count == 1
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judge_error"] * 4
+    assert "'judge-impostor'" in outcomes[0].reason and "pinned 'judge-test-1'" in outcomes[0].reason
+    assert all(o.reason.startswith("not sent: the run stopped after") for o in outcomes[1:])
+    assert all(o.requests == 0 for o in outcomes[1:])
+    assert engine.totals.stopped and "judge-impostor" in engine.totals.stopped
+    # nothing from the other model was cached
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        outcomes, _, _ = run_engine(srv, items, tmp_path)
+        assert srv.call_count == 4
+    assert statuses(outcomes) == ["judged"] * 4
+
+
+def test_json_schema_rejected_falls_back_once(tmp_path: Path) -> None:
+    items = [make_item(n) for n in range(5)]
+    with ScriptedOpenAIServer(verdict_for_request, reject_json_schema=True) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, concurrency=1)
+        assert srv.call_count == 5 + 1  # exactly one extra request, for the whole run
+        formats = [r.body["response_format"] for r in srv.requests]
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judged"] * 5
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1:] == [{"type": "json_object", "schema": RUBRIC.output_schema}] * 5
+    assert engine.totals.mode == "json_object_schema"
+    assert [o.requests for o in outcomes] == [2, 1, 1, 1, 1]
+
+
+def test_json_schema_rejected_under_concurrency(tmp_path: Path) -> None:
+    items = [make_item(n) for n in range(12)]
+    with ScriptedOpenAIServer(verdict_for_request, reject_json_schema=True) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, concurrency=4)
+        kinds = [r.body["response_format"]["type"] for r in srv.requests]
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judged"] * 12
+    # at most one refused request per call of the first wave (later calls start only after a
+    # success, so in the negotiated mode)
+    assert 1 <= kinds.count("json_schema") <= 4
+    assert srv.call_count == 12 + kinds.count("json_schema")
+
+
+def test_token_budget_skips_later_items(tmp_path: Path) -> None:
+    items = [make_item(n) for n in range(4)]
+
+    def script(body: dict, i: int) -> Reply:
+        return Reply(verdict_for_request(body), prompt_tokens=100, completion_tokens=50)
+
+    with ScriptedOpenAIServer(script) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, budget=Budget(max_tokens=300))
+        assert srv.call_count == 2
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judged", "judged", "skipped", "skipped"]
+    assert all(o.reason == "budget: max_tokens 300 reached" for o in outcomes[2:])
+    assert engine.totals.prompt_tokens == 200 and engine.totals.completion_tokens == 100
+    assert outcomes[0].prompt_tokens == 100 and outcomes[0].completion_tokens == 50
+
+
+def test_cost_budget_skips_later_items(tmp_path: Path) -> None:
+    items = [make_item(n) for n in range(3)]
+
+    def script(body: dict, i: int) -> Reply:
+        return Reply(verdict_for_request(body), prompt_tokens=1000, completion_tokens=1000)
+
+    pricing = Pricing(prompt_per_mtok=2.0, completion_per_mtok=8.0)  # $0.01 per call
+    with ScriptedOpenAIServer(script) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, budget=Budget(max_cost_usd=0.01), pricing=pricing)
+        assert srv.call_count == 1
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judged", "skipped", "skipped"]
+    assert outcomes[0].cost_usd == pytest.approx(0.01) and engine.totals.cost_usd == pytest.approx(0.01)
+    assert all(o.reason == "budget: max_cost_usd 0.01 reached" for o in outcomes[1:])
+
+
+def test_401_stops_the_run_as_unreachable(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(default=HTTPError(401)) as srv:
+        outcomes, engine, sleep = run_engine(srv, ITEMS, tmp_path)
+        assert srv.call_count == 1
+    check_accounting(outcomes, ITEMS)
+    assert statuses(outcomes) == ["judge_error"] * 3
+    assert outcomes[0].reason.startswith("HTTP 401 after 1 attempt(s)")
+    assert all(o.reason.startswith("not sent") for o in outcomes[1:])
+    assert engine.totals.stopped and sleep.waits == []
+
+
+def test_mixed_faults_each_item_ends_honestly(tmp_path: Path) -> None:
+    """One run, several items, each with its own fault (picked by its question)."""
+    items = [make_item(n) for n in range(5)]
+    valid = {i.question: verdict_dict([cid for cid, _ in i.contexts]) for i in items}
+    attempts: dict[str, int] = {}
+
+    def script(body: dict, index: int) -> Any:
+        q = next(m["content"] for m in body["messages"] if m["role"] == "user").split("\n")[2]
+        n = attempts[q] = attempts.get(q, 0) + 1
+        if q.endswith("0?"):
+            return Reply(json.dumps(valid[q]))  # fine
+        if q.endswith("1?"):
+            return HTTPError(503) if n == 1 else Reply(json.dumps(valid[q]))  # one hiccup
+        if q.endswith("2?"):
+            return HTTPError(500)  # never recovers
+        if q.endswith("3?"):
+            return Truncated(valid[q])  # cut off, twice
+        return Reply('{"claims": [{"claim": "x", "verdict": "supported", "support": ["nope#1"]}], '
+                     '"correctness": 9}')  # invalid, twice
+
+    with ScriptedOpenAIServer(script) as srv:
+        outcomes, engine, _ = run_engine(srv, items, tmp_path, concurrency=3, max_attempts=3, backoff_initial_s=0)
+        assert srv.call_count == 1 + 2 + 3 + 2 + 2
+    check_accounting(outcomes, items)
+    assert statuses(outcomes) == ["judged", "judged", "judge_error", "judge_error", "judge_error"]
+    assert outcomes[2].reason.startswith("HTTP 500 after 3 attempt(s)")
+    assert outcomes[3].reason.startswith("invalid verdict after one repair")
+    assert outcomes[4].reason.startswith("invalid verdict after one repair")
+    assert engine.totals.errors == 3 and engine.totals.requests == 10

@@ -1,0 +1,160 @@
+"""Verdicts: lenient extraction, strict validation, scores counted from claims (never stated)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from groundjudge.judge.verdict import (
+    JudgedClaim,
+    RawVerdict,
+    VerdictError,
+    extract_json,
+    parse_verdict,
+    score_verdict,
+)
+
+IDS = ["a#1", "a#2", "b#1"]
+
+
+def claim(verdict: str = "supported", cited: list[str] | None = None, support: list[str] | None = None,
+          text: str = "a claim") -> dict:
+    return {"claim": text, "cited": cited if cited is not None else [], "verdict": verdict,
+            "support": support if support is not None else []}
+
+
+def reply(*claims: dict, correctness: int = 3, **extra: object) -> str:
+    return json.dumps({"claims": list(claims), "correctness": correctness, "reason": "r", **extra})
+
+
+GOOD = reply(claim(cited=["a#1"], support=["a#1"]))
+
+
+@pytest.mark.parametrize("raw", [
+    GOOD,
+    f"```json\n{GOOD}\n```",
+    f"```\n{GOOD}\n```",
+    f"Here is my grading:\n```json\n{GOOD}\n```\nLet me know if you need more.",
+    f"Sure! {GOOD} Hope this helps.",
+    f"  \n{GOOD}\n\n",
+])
+def test_lenient_extraction(raw: str) -> None:
+    verdict = parse_verdict(raw, IDS)
+    assert verdict.claims[0].support == ["a#1"] and verdict.correctness == 3
+
+
+@pytest.mark.parametrize("text", ['the doc says "}" once', 'a "{" opens', 'backslash \\ then "}"', 'ends with \\'])
+def test_extraction_respects_strings_with_escaped_quotes_and_braces(text: str) -> None:
+    body = reply(claim(cited=["a#1"], support=["a#1"], text=text))
+    assert json.loads(body)["claims"][0]["claim"] == text
+    verdict = parse_verdict(f"My verdict: {body} -- done", IDS)
+    assert verdict.claims[0].claim == text
+
+
+def test_extraction_of_nested_object_in_prose() -> None:
+    assert extract_json('text {"a": {"b": [1, {"c": "}"}]}} more } text') == {"a": {"b": [1, {"c": "}"}]}}
+
+
+@pytest.mark.parametrize("raw", [
+    "",
+    "I cannot grade this.",
+    GOOD[: len(GOOD) // 2],  # cut off mid-way (max_tokens)
+    "[1, 2, 3]",
+    '{"claims": [}',
+])
+def test_not_json_is_a_verdict_error(raw: str) -> None:
+    with pytest.raises(VerdictError):
+        parse_verdict(raw, IDS)
+
+
+def test_off_menu_verdict_is_an_error_not_a_grade() -> None:
+    with pytest.raises(VerdictError, match="verdict"):
+        parse_verdict(reply(claim("mostly_supported", support=["a#1"])), IDS)
+    with pytest.raises(VerdictError, match="verdict"):
+        parse_verdict(reply(claim("SUPPORTED", support=["a#1"])), IDS)
+
+
+@pytest.mark.parametrize("correctness", [4, -1, "high", None, 2.5])
+def test_off_scale_correctness_is_an_error(correctness: object) -> None:
+    body = json.dumps({"claims": [claim(support=["a#1"])], "correctness": correctness, "reason": ""})
+    with pytest.raises(VerdictError, match="correctness"):
+        parse_verdict(body, IDS)
+
+
+def test_missing_fields_are_errors() -> None:
+    with pytest.raises(VerdictError, match="claims"):
+        parse_verdict('{"correctness": 2, "reason": "x"}', IDS)
+    with pytest.raises(VerdictError, match="correctness"):
+        parse_verdict('{"claims": [], "reason": "x"}', IDS)
+    with pytest.raises(VerdictError, match="claim"):
+        parse_verdict(reply({"verdict": "unsupported"}), IDS)
+
+
+def test_support_id_not_in_context_is_an_error() -> None:
+    with pytest.raises(VerdictError, match=r"not in the CONTEXT.*zz#9"):
+        parse_verdict(reply(claim(cited=["a#1"], support=["a#1", "zz#9"])), IDS)
+
+
+def test_supported_claim_without_support_is_an_error() -> None:
+    with pytest.raises(VerdictError, match="names no supporting"):
+        parse_verdict(reply(claim("supported", cited=["a#1"], support=[])), IDS)
+
+
+def test_cited_ids_outside_the_context_are_allowed() -> None:
+    """A citation to a chunk that never reached the context is the system's mistake, not the judge's."""
+    verdict = parse_verdict(reply(claim("unsupported", cited=["elsewhere#3"])), IDS)
+    assert verdict.claims[0].cited == ["elsewhere#3"]
+
+
+def test_scores_are_counted_from_claims() -> None:
+    verdict = parse_verdict(reply(
+        claim("supported", cited=["a#1"], support=["a#1"]),  # cited, supported by its citation
+        claim("supported", cited=["a#2"], support=["b#1"]),  # cited, supported, but not by what it cites
+        claim("supported", cited=[], support=["a#2"]),  # supported, uncited
+        claim("partially_supported", cited=["b#1"], support=["b#1"]),  # cited, partial
+        claim("unsupported", cited=["a#1"]),  # cited, unsupported
+        claim("contradicted", cited=[], support=[]),
+        correctness=2,
+    ), IDS)
+    scores = score_verdict(verdict, has_expected_answer=True)
+    assert scores.claims == 6
+    assert scores.faithfulness == pytest.approx(3 / 6)
+    # claims with citations: 1, 2, 4, 5; supported by a cited id: only claim 1
+    assert scores.citation_support == pytest.approx(1 / 4)
+    assert scores.correctness == 2
+    assert (scores.unsupported_claims, scores.contradicted_claims, scores.misattributed_citations) == (1, 1, 1)
+
+
+def test_model_stated_scores_are_ignored() -> None:
+    raw = reply(claim("unsupported", cited=["a#1"]), claim("supported", support=["a#1"]),
+                faithfulness=1.0, citation_support=1.0, score=10)
+    scores = score_verdict(parse_verdict(raw, IDS), has_expected_answer=True)
+    assert scores.faithfulness == pytest.approx(0.5)
+    assert scores.citation_support == 0.0
+
+
+def test_undefined_scores_are_none_not_zero() -> None:
+    no_claims = score_verdict(parse_verdict(reply(correctness=0), IDS), has_expected_answer=False)
+    assert no_claims.faithfulness is None and no_claims.citation_support is None
+    assert no_claims.correctness is None  # no expected answer: correctness is not a grade
+    uncited = score_verdict(parse_verdict(reply(claim(support=["a#1"])), IDS), has_expected_answer=True)
+    assert uncited.faithfulness == 1.0 and uncited.citation_support is None
+
+
+@pytest.mark.parametrize(("verdict", "cited", "support", "expected"), [
+    ("supported", ["a#1"], ["a#1", "a#2"], "cited_support"),
+    ("supported", ["a#1"], ["a#2"], "misattributed"),
+    ("supported", [], ["a#2"], "uncited"),
+    ("partially_supported", ["a#1"], ["a#1"], "partial"),
+    ("unsupported", ["a#1"], [], "unsupported"),
+    ("contradicted", ["a#1"], ["a#1"], "contradicted"),
+])
+def test_triage_classes(verdict: str, cited: list[str], support: list[str], expected: str) -> None:
+    assert JudgedClaim(claim="c", cited=cited, verdict=verdict, support=support).triage_class == expected
+
+
+def test_verdicts_are_frozen() -> None:
+    verdict = RawVerdict.model_validate(json.loads(GOOD))
+    with pytest.raises(Exception):
+        verdict.correctness = 0  # type: ignore[misc]

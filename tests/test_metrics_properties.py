@@ -1,0 +1,156 @@
+"""Properties every retrieval metric must have, on random rankings (sklearn's test_common style).
+
+The reference values live in test_metrics_retrieval.py; here hypothesis checks the
+invariants that hold whatever the numbers: ranges, monotonicity, what may not matter, and
+that the two code paths (an ordered ranking, a scored run) agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groundjudge.metrics.retrieval import evaluate_trec, retrieval_metrics, trec_order
+
+KS = (1, 2, 3, 5, 10)
+COUNTS = ("num_rel", "num_ret", "num_rel_ret")
+AT_K = ("hit", "recall", "precision", "mrr", "ndcg", "ndcg_exp")
+
+doc_ids = st.text(alphabet="abcxyz019é", min_size=1, max_size=3)
+grades = st.integers(-2, 4)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[list[str], dict[str, int]]:
+    """A ranking and judgments that share some documents and not others."""
+    pool = draw(st.lists(doc_ids, min_size=1, max_size=25, unique=True))
+    ranking = draw(st.permutations(pool))[: draw(st.integers(0, len(pool)))]
+    judged = draw(st.lists(st.sampled_from(pool), unique=True)) + draw(st.lists(doc_ids, max_size=5))
+    relevance = {doc: draw(grades) for doc in judged}
+    return ranking, relevance
+
+
+def relevant_in(docs: list[str], relevance: dict[str, int]) -> int:
+    return sum(1 for doc in docs if relevance.get(doc, 0) >= 1)
+
+
+def same(a: dict[str, float | None], b: dict[str, float | None]) -> bool:
+    return a.keys() == b.keys() and all(
+        (a[key] is None and b[key] is None)
+        or (a[key] is not None and b[key] is not None and math.isclose(a[key], b[key], abs_tol=1e-12))
+        for key in a
+    )
+
+
+@given(cases())
+def test_rates_lie_in_the_unit_interval_and_none_only_without_denominator(case) -> None:
+    ranking, relevance = case
+    metrics = retrieval_metrics(ranking, relevance, KS)
+    has_relevant = any(grade >= 1 for grade in relevance.values())
+    for key, value in metrics.items():
+        if key in COUNTS:
+            assert isinstance(value, int) and value >= 0
+            continue
+        if value is None:
+            assert not has_relevant and not key.startswith("precision"), key
+        else:
+            assert 0.0 <= value <= 1.0 + 1e-12, (key, value)
+            assert not math.isnan(value)
+    assert (metrics["map"] is None) == (not has_relevant)
+
+
+@given(cases(), st.randoms(use_true_random=False))
+def test_order_after_the_cutoff_does_not_matter(case, rng) -> None:
+    ranking, relevance = case
+    metrics = retrieval_metrics(ranking, relevance, KS)
+    for k in KS:
+        tail = ranking[k:]
+        rng.shuffle(tail)
+        shuffled = retrieval_metrics(ranking[:k] + tail, relevance, KS)
+        for name in AT_K:
+            assert shuffled[f"{name}@{k}"] == metrics[f"{name}@{k}"], (name, k)
+        for key in COUNTS:
+            assert shuffled[key] == metrics[key]
+
+
+@given(cases(), st.randoms(use_true_random=False))
+def test_which_unretrieved_document_holds_which_grade_does_not_matter(case, rng) -> None:
+    ranking, relevance = case
+    retrieved = set(ranking)
+    unretrieved = [doc for doc in relevance if doc not in retrieved]
+    moved = [relevance[doc] for doc in unretrieved]
+    rng.shuffle(moved)
+    permuted = {**relevance, **dict(zip(unretrieved, moved))}
+    assert same(retrieval_metrics(ranking, permuted, KS), retrieval_metrics(ranking, relevance, KS))
+
+
+@given(cases())
+def test_unretrieved_non_relevant_judgments_change_nothing(case) -> None:
+    ranking, relevance = case
+    extra = {f"~unretrieved{i}": grade for i, grade in enumerate((0, -1, 0))}
+    before = retrieval_metrics(ranking, relevance, KS)
+    after = retrieval_metrics(ranking, {**relevance, **extra}, KS)
+    assert same(before, after)
+
+
+@given(cases())
+def test_hit_recall_and_mrr_never_fall_as_k_grows(case) -> None:
+    ranking, relevance = case
+    metrics = retrieval_metrics(ranking, relevance, KS)
+    for name in ("hit", "recall", "mrr"):
+        values = [metrics[f"{name}@{k}"] for k in KS]
+        if values[0] is not None:
+            assert values == sorted(values), (name, values)
+
+
+@given(cases())
+def test_recall_is_one_once_every_relevant_document_is_in(case) -> None:
+    ranking, relevance = case
+    metrics = retrieval_metrics(ranking, relevance, KS)
+    relevant = {doc for doc, grade in relevance.items() if grade >= 1}
+    for k in KS:
+        if relevant and relevant <= set(ranking[:k]):
+            assert metrics[f"recall@{k}"] == 1.0
+            assert metrics[f"hit@{k}"] == 1.0
+
+
+@given(cases())
+def test_precision_times_k_counts_the_relevant_in_the_top_k(case) -> None:
+    ranking, relevance = case
+    metrics = retrieval_metrics(ranking, relevance, KS)
+    for k in KS:
+        assert math.isclose(metrics[f"precision@{k}"] * k, relevant_in(ranking[:k], relevance))
+    assert metrics["num_rel_ret"] == relevant_in(ranking, relevance)
+
+
+@given(cases(), st.randoms(use_true_random=False))
+def test_consistent_relabelling_changes_nothing(case, rng) -> None:
+    ranking, relevance = case
+    ids = sorted(set(ranking) | set(relevance))
+    new_ids = [f"new{i}" for i in range(len(ids))]
+    rng.shuffle(new_ids)
+    rename = dict(zip(ids, new_ids))
+    renamed = retrieval_metrics([rename[doc] for doc in ranking], {rename[d]: g for d, g in relevance.items()}, KS)
+    assert same(renamed, retrieval_metrics(ranking, relevance, KS))
+
+
+@settings(max_examples=200)
+@given(cases(), st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, -3.0]), min_size=30, max_size=30))
+def test_scored_run_path_agrees_with_trec_order_then_ranking(case, scores) -> None:
+    """evaluate_trec places only the relevant documents; it must match ranking everything."""
+    ranking, relevance = case
+    scored = list(zip(ranking, scores))
+    per_query, _ = evaluate_trec({"q": relevance}, {"q": scored}, KS)
+    assert same(per_query["q"], retrieval_metrics(trec_order(scored), relevance, KS))
+
+
+@given(cases(), st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=30, max_size=30))
+def test_order_preserving_relabelling_keeps_tie_breaks(case, scores) -> None:
+    ranking, relevance = case
+    ids = sorted(set(ranking) | set(relevance))
+    rename = {doc: f"id{i:03d}" for i, doc in enumerate(ids)}  # same string order as before
+    scored = list(zip(ranking, scores))
+    renamed = [(rename[doc], score) for doc, score in scored]
+    assert [rename[doc] for doc in trec_order(scored)] == trec_order(renamed)

@@ -1,0 +1,181 @@
+"""`groundjudge run` end to end against a scripted judge: reports, exit codes, kill and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from groundjudge import api
+from groundjudge.cli import main
+from groundjudge.judge.rubric import read_lock
+from tests.support.judge_replies import question_in_request, verdict_for_request
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "groundjudge.toml"
+GOLDEN_IDS = [json.loads(line)["id"] for line in (ROOT / "examples" / "golden.jsonl").read_text().splitlines()
+              if line.strip()]
+LOCKED_HASH = read_lock(ROOT / "rubrics")["grounded_answer/v1"]
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDJUDGE_")}
+    env.pop("OPENAI_API_KEY", None)
+    return env
+
+
+def groundjudge_run(srv_url: str, model: str, tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE),
+            "--judge-base-url", srv_url, "--judge-model", model, "--cache-dir", str(tmp_path / "cache"),
+            "--out", str(tmp_path / "out"), *extra]
+
+
+def check_report(report: dict[str, Any]) -> Counter:
+    """Every case of every config is judged, skipped or judge_error, with a reason when not judged."""
+    judge = report["judge"]
+    counts: Counter = Counter()
+    assert list(judge["per_config"]) == ["baseline", "candidate"]
+    for cfg, section in judge["per_config"].items():
+        per_case = section["per_case"]
+        assert list(per_case) == GOLDEN_IDS, cfg
+        for cid, record in per_case.items():
+            assert record["status"] in ("judged", "skipped", "judge_error"), (cfg, cid)
+            if record["status"] == "judged":
+                assert record["scores"]["claims"] >= 1
+            else:
+                assert record["reason"], (cfg, cid)
+                assert "scores" not in record
+            counts[record["status"]] += 1
+        assert section["aggregate"]["status_counts"] == dict(Counter(r["status"] for r in per_case.values()))
+    prov = judge["provenance"]
+    assert prov["rubric"] == {"id": "grounded_answer", "version": 1, "hash": LOCKED_HASH}
+    return counts
+
+
+BAD_QUESTION = next(json.loads(line)["question"] for line in (ROOT / "examples" / "golden.jsonl").read_text()
+                    .splitlines() if '"q002"' in line)
+
+
+def example_script(body: dict, index: int) -> Any:
+    """A judge that answers every case well, except q002: an off-menu verdict, even on repair."""
+    if question_in_request(body) == BAD_QUESTION:
+        return Reply('{"claims": [{"claim": "x", "cited": [], "verdict": "plausible", "support": []}], '
+                     '"correctness": 2, "reason": "?"}')
+    return verdict_for_request(body)
+
+
+def test_run_example_reports_every_case(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(example_script) as srv:
+        proc = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
+                              env=cli_env(), capture_output=True, text=True, timeout=120)
+        calls = srv.call_count
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    counts = check_report(report)
+    # 51 cases x 2 configs: 21 refusals decided without a judge, q002 x 2 invalid, the rest judged
+    assert counts == {"judged": 79, "skipped": 21, "judge_error": 2}
+    assert calls == 79 + 2 * 2  # one call per case, plus one repair for each invalid verdict
+    judge = report["judge"]
+    assert judge["provenance"]["model"] == srv.model and judge["provenance"]["base_url"] == srv.base_url
+    assert judge["provenance"]["decoding"]["temperature"] == 0.0
+    assert judge["totals"]["requests"] == calls and judge["totals"]["judge_errors"] == 2
+    for cfg in ("baseline", "candidate"):
+        record = judge["per_config"][cfg]["per_case"]["q002"]
+        assert record["status"] == "judge_error" and record["reason"].startswith("invalid verdict after one repair")
+    assert judge["per_config"]["baseline"]["per_case"]["q009"] == {
+        "status": "skipped", "reason": "decided deterministically: abstain has no claims to judge"}
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "## Judge" in markdown and "| judged / skipped / judge_error | 41 / 9 / 1 | 38 / 12 / 1 |" in markdown
+    assert "`q002` (baseline): invalid verdict after one repair" in markdown
+
+    # an unchanged re-run: zero calls, the same verdicts
+    with ScriptedOpenAIServer(example_script) as srv:
+        again = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
+                               env=cli_env(), capture_output=True, text=True, timeout=120)
+        assert srv.call_count == 0
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert check_report(rerun) == counts
+    assert rerun["judge"]["totals"]["cache_hits"] == 81
+    assert rerun["judge"]["per_config"]["candidate"]["aggregate"] == judge["per_config"]["candidate"]["aggregate"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = api.client_settings
+    monkeypatch.setattr(api, "client_settings",
+                        lambda *a, **k: dataclasses.replace(original(*a, **k), backoff_initial_s=0.0))
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--judge-base-url", url,
+                                       "--judge-model", "m", "--cache-dir", str(tmp_path / "cache"),
+                                       "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 3, result.output
+    assert "judge stopped" in result.output and "connection failed" in result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    counts = check_report(report)
+    assert counts == {"judge_error": 81, "skipped": 21}
+    reasons = Counter(r["reason"].split(":")[0] for s in report["judge"]["per_config"].values()
+                      for r in s["per_case"].values() if r["status"] == "judge_error")
+    assert set(reasons) == {"connection failed after 4 attempt(s)", "not sent"}
+
+
+def _wait_for(predicate: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.01)
+
+
+def test_killed_run_resumes_without_repeating_answered_calls(tmp_path: Path) -> None:
+    cases, answered_before_kill = 6, 3
+    with ScriptedOpenAIServer(verdict_for_request, delay_s=0.3) as srv:
+        command = groundjudge_run(srv.base_url, srv.model, tmp_path, "--concurrency", "1",
+                                  "--max-cases", str(cases), "--quiet")
+        proc = subprocess.Popen(command, cwd=ROOT, env=cli_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            # the (k+1)-th call arrives only after the k-th reply was stored: kill it mid-call
+            _wait_for(lambda: srv.call_count > answered_before_kill or proc.poll() is not None)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        first_run = srv.requests
+        answered = [r for r in first_run if r.responded_at is not None]
+        assert len(first_run) == answered_before_kill + 1 and len(answered) == answered_before_kill
+        assert not (tmp_path / "out" / "report.json").exists()  # nothing half-written
+
+        srv.reset()
+        srv.delay_s = 0.0
+        restart = subprocess.run(command, cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
+        second_run = srv.requests
+    assert restart.returncode == 0, restart.stderr
+    answered_questions = {question_in_request(r.body) for r in answered}
+    assert not answered_questions & {question_in_request(r.body) for r in second_run}
+    assert len(answered) + len(second_run) == cases
+
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    counts = check_report(report)
+    assert counts["judged"] == cases and counts["judge_error"] == 0
+    assert report["judge"]["totals"]["cache_hits"] == answered_before_kill
+    assert report["judge"]["selection"]["skip_reasons"]["budget"] == 81 - cases
