@@ -263,7 +263,9 @@ def test_stats_prune_and_clear(tmp_path: Path) -> None:
 
 def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_path: Path) -> None:
     examples = Path(shutil.copytree(ROOT / "examples", tmp_path / "examples"))
-    config_path = examples / "groundjudge.toml"
+    config_path = examples / "judge-only.toml"
+    config_path.write_text('[inputs]\ngolden = "golden.jsonl"\ncorpus = "corpus.jsonl"\n'
+                           'traces = ["traces/baseline.jsonl", "traces/candidate.jsonl"]\n', encoding="utf-8")
 
     def config() -> Any:
         return api.resolve_config(config_path, {"judge.base_url": srv.base_url, "judge.model": srv.model,

@@ -184,7 +184,15 @@ LIVE_MEASURES = {
 def pytrec_eval_results(
     qrels: dict[str, dict[str, int]], run: dict[str, list[tuple[str, float]]], level: int
 ) -> dict[str, dict[str, float]]:
-    """pytrec_eval's measures per query, plus ``recip_rank_cut_k``: recip_rank on the top k."""
+    """pytrec_eval's measures per query, plus ``recip_rank_cut_k``: recip_rank on the top k.
+
+    pytrec_eval 0.5.11 corrupts its memory on negative grades (a -2 crashed the interpreter, a
+    -1 hung a later call in the same process), so it is only ever given grades >= 0. That is
+    the convention under test anyway (a negative grade is non-relevant with no gain, like 0);
+    real negative grades are checked against trec_eval's own output files and the reference
+    JSONs, which were made in separate processes.
+    """
+    qrels = {qid: {doc: max(grade, 0) for doc, grade in judged.items()} for qid, judged in qrels.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, LIVE_MEASURES, relevance_level=level)
     results = evaluator.evaluate({qid: dict(pairs) for qid, pairs in run.items()})
     for k in LIVE_KS:
@@ -259,16 +267,11 @@ def qrels_and_runs(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str
     return qrels, run
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(qrels_and_runs(), st.integers(1, 3))
 def test_agrees_with_pytrec_eval_on_random_cases(case: tuple[dict, dict], level: int) -> None:
     qrels, run = case
-    # pytrec_eval 0.5.11 corrupts its memory on some negative grades (a -2 crashed the
-    # interpreter, a -1 later hung it), so it sees them as 0 here. That is the convention
-    # under test: a negative grade counts as non-relevant with no gain, like 0. Real -1
-    # grades go through pytrec_eval unchanged in the "graded" cases above.
-    clamped = {qid: {doc: max(grade, 0) for doc, grade in judged.items()} for qid, judged in qrels.items()}
-    reference = pytrec_eval_results(clamped, run, level)
+    reference = pytrec_eval_results(qrels, run, level)  # negative grades reach it as 0
     assert_agrees_with(reference, qrels, run, level)
 
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundjudge.calibrate.ppi import ppi_mean
+from groundjudge.calibrate.record import find_records
+from groundjudge.calibrate.trust import TrustRules
+from groundjudge.calibrate.verdicts import load_labels, lookup, primary_rater
 from groundjudge.config import Config, api_key, apply_environment, load_config
+from groundjudge.gate import evaluate_gates
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings, JudgeClient
 from groundjudge.judge.engine import Budget, JudgeEngine, JudgeOutcome, JudgeTotals, Pricing
@@ -17,7 +23,8 @@ from groundjudge.load.errors import InputError
 from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
-from groundjudge.report.files import write_json_atomic, write_text_atomic
+from groundjudge.files import write_json_atomic, write_text_atomic
+from groundjudge.report.gates_md import render_gates_markdown
 from groundjudge.report.judge_section import judge_document, render_judge_markdown
 from groundjudge.report.markdown import render_markdown
 from groundjudge.report.metrics_json import metrics_document
@@ -150,11 +157,83 @@ def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None)
     doc["kind"] = "groundjudge.report"
     doc["judge"] = judge_document(dataset, selections, outcomes, totals, cache_stats, rubric=rubric,
                                   model=model, base_url=base_url, decoding=decoding)
+    if config.inputs.labels:
+        doc["judge"]["bias_corrected"] = bias_corrected_rates(doc, load_labels(config.inputs.labels))
+    doc["gates"] = apply_gates(config, doc)
     judged_any = any(o.status == "judged" for o in outcomes)
-    exit_code = 3 if totals.stopped and not judged_any else 0
+    if totals.stopped and not judged_any:
+        exit_code = 3
+    else:
+        exit_code = 0 if doc["gates"]["passed"] else 1
     return RunResult(doc, outcomes, selections, totals, exit_code)
+
+
+def apply_gates(config: Config, doc: dict[str, Any]) -> dict[str, Any]:
+    t = config.trust
+    rules = TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
+    return evaluate_gates(doc, config.gates, rules, find_records(t.records_dir))
+
+
+def bias_corrected_rates(doc: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any]:
+    """PPI estimates per config and judge rate: the judge on all cases, humans on a subset."""
+    primary = primary_rater(humans)
+    items, _ = verdict_items(doc)
+    out: dict[str, Any] = {"primary_rater": primary}
+    for cfg in doc["judge"]["per_config"]:
+        mine = {k: v for k, v in items.items() if k[1] == cfg}
+        per: dict[str, Any] = {}
+        for metric, criterion in (("faithfulness", "faithful"), ("citation_support", "citations_supported")):
+            judge_all = [float(v.labels[criterion]) for v in mine.values() if v.labels[criterion] is not None]
+            pairs = [(float(v.labels[criterion]), float(h.labels[criterion])) for k, v in mine.items()
+                     if (h := lookup(humans[primary], k)) is not None
+                     and v.labels[criterion] is not None and h.labels[criterion] is not None]
+            per[f"{criterion}_rate"] = ppi_mean(judge_all, [p[0] for p in pairs], [p[1] for p in pairs])
+        out[cfg] = per
+    return out
+
+
+def verdict_items(doc: dict[str, Any]) -> tuple[dict, dict[str, Any]]:
+    from groundjudge.calibrate.verdicts import items_from_judge_section
+
+    return items_from_judge_section(doc["judge"])
 
 
 def write_run_reports(doc: dict[str, Any], out_dir: Path) -> None:
     write_json_atomic(out_dir / "report.json", doc)
-    write_text_atomic(out_dir / "report.md", render_markdown(doc) + "\n" + render_judge_markdown(doc))
+    text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
+    write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
+
+
+def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
+              judge_name: str | None = None, primary_rater: str | None = None, seed: int = 0,
+              target_width: float = 0.2) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+    """Join judge verdicts with human labels, write the calibration record, report trust."""
+    from groundjudge.calibrate.record import build_record, write_record
+    from groundjudge.calibrate.trust import trust_status
+    from groundjudge.calibrate.verdicts import verdicts_from_jsonl, verdicts_from_report
+
+    where = str(config.source or "command line")
+    if not config.inputs.labels:
+        raise InputError.one(where, None, "labels", "give human labels with --labels")
+    if (report_path is None) == (verdicts_path is None):
+        raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
+    if report_path is not None:
+        items, judge_prov = verdicts_from_report(report_path)
+    else:
+        if not judge_name:
+            raise InputError.one(where, None, "judge-name", "--verdicts needs --judge-name (the judge's model id)")
+        items = verdicts_from_jsonl(verdicts_path)
+        digest = hashlib.sha256(Path(verdicts_path).read_bytes()).hexdigest()
+        judge_prov = {"rubric": {"id": "external", "version": 1, "hash": digest}, "model": judge_name,
+                      "decoding": {}}
+    humans = load_labels(config.inputs.labels)
+    if primary_rater is not None and primary_rater not in humans:
+        raise InputError.one(where, None, "primary-rater", f"no labels from {primary_rater!r}; have {sorted(humans)}")
+    record = build_record(items, judge_prov, humans, primary_rater=primary_rater, seed=seed,
+                          target_width=target_width)
+    path = write_record(record, config.trust.records_dir)
+    t = config.trust
+    rules = TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
+    records = find_records(t.records_dir)
+    trust = {c: trust_status(c, judge_prov, records, rules).__dict__ for c in record["criteria"]}
+    return record, path, trust

@@ -127,10 +127,52 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         t = result.totals
         click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.errors} judge_error, "
                    f"{t.requests} requests, {t.prompt_tokens + t.completion_tokens} tokens")
+        gates = result.document["gates"]
+        click.echo("verdict: " + ("PASS" if gates["passed"] else "FAIL: " + "; ".join(gates["failed"])))
         click.echo(f"wrote {out_dir / 'report.json'} and {out_dir / 'report.md'}")
     if result.totals.stopped:
         click.echo(f"judge stopped: {result.totals.stopped}", err=True)
     sys.exit(result.exit_code)
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="A `groundjudge run` report.json.")
+@click.option("--verdicts", type=click.Path(path_type=Path), help="Another judge's verdicts (JSONL).")
+@click.option("--judge-name", help="With --verdicts: the other judge's model id, for its record.")
+@click.option("--labels", multiple=True, type=click.Path(path_type=Path), help="Human labels JSONL (repeatable).")
+@click.option("--primary-rater", help="Rater the judge is compared with (default: the one with most labels).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--target-width", type=float, default=0.2, show_default=True, help="Wanted CI width for kappa.")
+@click.option("--records-dir", type=click.Path(path_type=Path), help="Where records go (default calibration/records).")
+def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path | None, judge_name: str | None,
+              labels: tuple[Path, ...], primary_rater: str | None, seed: int, target_width: float,
+              records_dir: Path | None) -> None:
+    """Compare judge verdicts with human labels; write a calibration record; show trust."""
+    config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir})
+    record, path, trust = api.calibrate(config, report_path=report_path, verdicts_path=verdicts,
+                                        judge_name=judge_name, primary_rater=primary_rater, seed=seed,
+                                        target_width=target_width)
+    print_calibration(record, trust)
+    click.echo(f"wrote {path}")
+
+
+def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
+    table = Table(title=f"judge vs {record['primary_rater']} ({record['judge']['model']})")
+    for col in ("criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "trust"):
+        table.add_column(col)
+    for criterion, stats in record["criteria"].items():
+        s = stats["judge_vs_human"]
+        inter = next(iter(stats["inter_rater"].values()), None)
+        table.add_row(
+            criterion, str(s["n"]), _num(s["observed"]), _num(s["kappa"]),
+            f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
+            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion]["reason"])
+    Console(highlight=False).print(table)
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 @main.group()

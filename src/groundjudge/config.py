@@ -75,6 +75,28 @@ class LocalJudgeConfig(_Section):
     startup_timeout_s: float = Field(default=180.0, gt=0)
 
 
+class Threshold(_Section):
+    min: float | None = None
+    max: float | None = None
+
+
+class GatesConfig(_Section):
+    """Release gates (SPEC 7). Deterministic gates always apply; judge gates only when trusted."""
+
+    configs: list[str] = Field(default_factory=list)  # which configs must pass; default: the last
+    metrics: dict[str, Threshold] = Field(default_factory=dict)
+    tags: dict[str, dict[str, Threshold]] = Field(default_factory=dict)
+    max_judge_error_rate: float = Field(default=0.1, ge=0, le=1)
+    acl_leaks_block: bool = True
+
+
+class TrustConfig(_Section):
+    min_items: int = Field(default=50, ge=1)
+    min_kappa: float = 0.6
+    min_kappa_lower: float = 0.4
+    records_dir: Path = Path("calibration/records")
+
+
 class CacheConfig(_Section):
     dir: Path = Path("cache")
     enabled: bool = True
@@ -87,6 +109,8 @@ class Config(_Section):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     local: LocalJudgeConfig = Field(default_factory=LocalJudgeConfig)
+    gates: GatesConfig = Field(default_factory=GatesConfig)
+    trust: TrustConfig = Field(default_factory=TrustConfig)
     source: Path | None = None
 
 
@@ -99,7 +123,8 @@ def _resolve(base: Path, value: Any) -> Any:
 
 
 PATH_FIELDS = {("inputs", name) for name in InputsConfig.model_fields} | {
-    ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir")}
+    ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
+    ("trust", "records_dir")}
 
 # GROUNDJUDGE_* environment variables and the setting each one sets
 ENVIRONMENT = {

@@ -35,10 +35,11 @@ def headline_metrics(doc: dict[str, Any]) -> list[str]:
     return [m for m in HEADLINE if m in present] or sorted(present)
 
 
-def render_markdown(doc: dict[str, Any], *, top_failed: int = 15) -> str:
+def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "groundjudge metrics report",
+                    preface: str = "") -> str:
     configs = doc["configs"]
     acc = doc["accounting"]
-    out = ["# groundjudge metrics report", ""]
+    out = [f"# {title}", ""] + ([preface] if preface else [])
     leaks = [(cfg, cid) for cfg in configs for cid, d in doc["per_config"][cfg]["case_details"].items()
              if d["acl_leaks"]]
     if leaks:

@@ -1,0 +1,1 @@
+"""Calibrate stage (SPEC 6): judge-human agreement, trust in a judge, bias-corrected rates."""

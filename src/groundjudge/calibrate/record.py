@@ -1,0 +1,139 @@
+"""Calibration records: judge-human agreement per criterion for one exact judge identity.
+
+A record is written per (rubric id, version, hash, judge model, decoding settings); the file
+name carries all of it, so a record can never be mistaken for another judge's.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from groundjudge.calibrate.agreement import agreement
+from groundjudge.calibrate.verdicts import BINARY, CRITERIA, ORDINAL, ItemKey, ItemLabels, lookup
+from groundjudge.calibrate.verdicts import primary_rater as default_primary
+from groundjudge.files import write_json_atomic
+from groundjudge.provenance import provenance
+
+SCHEMA_VERSION = 1
+CLAIM_MATCH = 0.6  # difflib ratio above which a judge claim and a human claim are the same claim
+
+
+def identity(provenance_: dict[str, Any]) -> dict[str, Any]:
+    """The part of a judge's provenance a record is bound to."""
+    return {"rubric": provenance_["rubric"], "model": provenance_["model"], "decoding": provenance_["decoding"]}
+
+
+def identity_hash(ident: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
+def record_name(ident: dict[str, Any]) -> str:
+    rubric = ident["rubric"]
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", ident["model"])[:60]
+    return f"{rubric['id']}-v{rubric['version']}-{rubric['hash'][:12]}__{model}__{identity_hash(ident)[:10]}.json"
+
+
+def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: str):
+    a, b, ids = [], [], []
+    for key, item in sorted(first.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        other = lookup(second, key)
+        if other is None:
+            continue
+        x, y = item.labels.get(criterion), other.labels.get(criterion)
+        if x is None or y is None:
+            continue
+        a.append(x)
+        b.append(y)
+        ids.append(f"{key[1]}/{key[0]}" if key[1] else key[0])
+    return a, b, ids
+
+
+def _agree(first, second, criterion: str, seed: int, target_width: float, reps: int) -> dict[str, Any]:
+    a, b, ids = _pairs(first, second, criterion)
+    labels = ORDINAL.get(criterion, BINARY)
+    return agreement(a, b, ids, labels, ordinal=criterion in ORDINAL, seed=seed, target_width=target_width,
+                     reps=reps).as_dict()
+
+
+def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemLabels]) -> dict[str, Any]:
+    """Match judge claims to human claims by text, then compare their supported flags."""
+    matched = agree = 0
+    for key, item in judge.items():
+        other = lookup(human, key)
+        if other is None or not other.claims:
+            continue
+        free = list(item.claims)
+        for text, supported in other.claims:
+            scored = [(difflib.SequenceMatcher(None, text.casefold(), jt.casefold()).ratio(), i)
+                      for i, (jt, _) in enumerate(free)]
+            if not scored:
+                break
+            ratio, i = max(scored)
+            if ratio >= CLAIM_MATCH:
+                matched += 1
+                agree += int(free[i][1] == supported)
+                free.pop(i)
+    return {"matched_claims": matched, "agreement": agree / matched if matched else None}
+
+
+def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, Any],
+                 humans: dict[str, dict[ItemKey, ItemLabels]], *, primary_rater: str | None = None,
+                 seed: int = 0, target_width: float = 0.2, reps: int = 2000) -> dict[str, Any]:
+    if not humans:
+        raise ValueError("no human labels")
+    primary = primary_rater or default_primary(humans)
+    if primary not in humans:
+        raise ValueError(f"no labels from rater {primary!r}; raters: {sorted(humans)}")
+    criteria: dict[str, Any] = {}
+    for criterion in CRITERIA:
+        criteria[criterion] = {
+            "judge_vs_human": _agree(judge, humans[primary], criterion, seed, target_width, reps),
+            "judge_vs_each_rater": {r: _agree(judge, labels, criterion, seed, target_width, reps)
+                                    for r, labels in sorted(humans.items())},
+            "inter_rater": {f"{r1}~{r2}": _agree(humans[r1], humans[r2], criterion, seed, target_width, reps)
+                            for r1, r2 in combinations(sorted(humans), 2)},
+        }
+    ident = identity(judge_provenance)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "groundjudge.calibration",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "judge": ident,
+        "identity_hash": identity_hash(ident),
+        "primary_rater": primary,
+        "raters": {r: len(v) for r, v in sorted(humans.items())},
+        "judged_items": len(judge),
+        "bootstrap": {"seed": seed, "reps": reps, "level": 0.95, "target_width": target_width},
+        "criteria": criteria,
+        "claims": claim_agreement(judge, humans[primary]),
+        "tool": provenance(),
+    }
+
+
+def write_record(record: dict[str, Any], records_dir: Path) -> Path:
+    path = records_dir / record_name(record["judge"])
+    write_json_atomic(path, record)
+    return path
+
+
+def find_records(records_dir: Path) -> Sequence[dict[str, Any]]:
+    if not records_dir.is_dir():
+        return []
+    out = []
+    for path in sorted(records_dir.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if data.get("kind") == "groundjudge.calibration":
+            data["_path"] = str(path)
+            out.append(data)
+    return out

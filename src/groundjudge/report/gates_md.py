@@ -1,0 +1,24 @@
+"""The verdict section of report.md: pass or fail first, then every gate with its reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _value(v: float | None) -> str:
+    return "–" if v is None else (f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}")
+
+
+def render_gates_markdown(gates: dict[str, Any]) -> str:
+    verdict = "PASS" if gates["passed"] else "FAIL"
+    out = [f"## Verdict: **{verdict}**", ""]
+    if gates["failed"]:
+        out += ["Failed gates: " + "; ".join(f"`{name}`" for name in gates["failed"]), ""]
+    out += ["| gate | value | n | status | why |", "|---|---|---|---|---|"]
+    for r in gates["results"]:
+        status = r["status"] + ("" if r["blocking"] or r["status"] != "fail" else " (advisory)")
+        out.append(f"| {r['name']} | {_value(r['value'])} | {r['n']} | {status} | {r['reason']} |")
+    if gates.get("trust"):
+        out += ["", "Judge trust (SPEC 6): "
+                + "; ".join(f"{m}: {t['reason']}" for m, t in gates["trust"].items())]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,160 @@
+"""Calibration: agreement statistics, records, the trust rule and bias-corrected rates."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from groundjudge.calibrate.agreement import agreement, bootstrap_ci, labels_for_width
+from groundjudge.calibrate.ppi import ppi_mean
+from groundjudge.calibrate.record import build_record
+from groundjudge.calibrate.trust import TrustRules, trust_status
+from groundjudge.calibrate.verdicts import ItemLabels
+
+GRADES = [0, 1, 2, 3]
+
+
+def test_kappa_weighted_kappa_and_confusion_equal_sklearn():
+    rng = random.Random(3)
+    a = [rng.choice(GRADES) for _ in range(80)]
+    b = [x if rng.random() < 0.7 else rng.choice(GRADES) for x in a]
+    ag = agreement(a, b, [str(i) for i in range(80)], GRADES, ordinal=True, reps=200)
+    assert ag.kappa == pytest.approx(cohen_kappa_score(a, b, labels=GRADES, weights="quadratic"), abs=1e-12)
+    assert ag.kappa_linear == pytest.approx(cohen_kappa_score(a, b, labels=GRADES, weights="linear"), abs=1e-12)
+    assert ag.kappa_unweighted == pytest.approx(cohen_kappa_score(a, b, labels=GRADES), abs=1e-12)
+    assert ag.confusion == confusion_matrix(a, b, labels=GRADES).tolist()
+    assert ag.observed == pytest.approx(sum(x == y for x, y in zip(a, b)) / 80)
+    assert ag.disagreements == [str(i) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+
+
+def test_bootstrap_is_reproducible_with_a_seed_and_brackets_kappa():
+    rng = random.Random(5)
+    a = [rng.random() < 0.6 for _ in range(60)]
+    b = [x if rng.random() < 0.85 else not x for x in a]
+    first = bootstrap_ci(a, b, [True, False], None, seed=11, reps=500)
+    assert first == bootstrap_ci(a, b, [True, False], None, seed=11, reps=500)
+    assert first != bootstrap_ci(a, b, [True, False], None, seed=12, reps=500)
+    k = cohen_kappa_score(a, b, labels=[True, False])
+    assert first[0] < k < first[1]
+
+
+def test_undefined_kappa_is_none_and_skew_is_warned():
+    ag = agreement([True] * 10, [True] * 10, [str(i) for i in range(10)], [True, False], ordinal=False, reps=50)
+    assert ag.kappa is None and ag.observed == 1.0
+    assert any("skewed" in w for w in ag.warnings)
+
+
+def test_labels_for_width():
+    assert labels_for_width(50, 0.4, 0.8, 0.2) == 150  # width halves with 4x the items
+    assert labels_for_width(50, 0.5, 0.6, 0.2) == 0
+    assert labels_for_width(50, None, None, 0.2) is None
+
+
+pairs = st.lists(st.tuples(st.sampled_from(GRADES), st.sampled_from(GRADES)), min_size=2, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs)
+def test_kappa_is_symmetric_in_its_two_raters(data):
+    a, b = [x for x, _ in data], [y for _, y in data]
+    ids = [str(i) for i in range(len(data))]
+    one = agreement(a, b, ids, GRADES, ordinal=True, reps=20)
+    two = agreement(b, a, ids, GRADES, ordinal=True, reps=20)
+    assert one.kappa == pytest.approx(two.kappa) if one.kappa is not None else two.kappa is None
+    assert one.observed == two.observed
+
+
+@settings(max_examples=60, deadline=None)
+@given(pairs, st.randoms(use_true_random=False))
+def test_kappa_is_invariant_to_item_order(data, rnd):
+    shuffled = list(data)
+    rnd.shuffle(shuffled)
+    ids = [str(i) for i in range(len(data))]
+
+    def k(rows):
+        return agreement([x for x, _ in rows], [y for _, y in rows], ids, GRADES, ordinal=True, reps=20).kappa
+
+    assert k(data) == pytest.approx(k(shuffled)) if k(data) is not None else k(shuffled) is None
+
+
+# --- records and the trust rule --------------------------------------------------------------
+
+PROV = {"rubric": {"id": "grounded_answer", "version": 1, "hash": "a" * 64}, "model": "judge-1",
+        "decoding": {"temperature": 0.0, "seed": 1}}
+
+
+def make_items(n, flip_every=None):
+    judge, human = {}, {}
+    for i in range(n):
+        truth = i % 3 != 0
+        judged = (not truth) if flip_every and i % flip_every == 0 else truth
+        judge[(f"q{i}", "c")] = ItemLabels({"faithful": judged, "correct": 3 if judged else 0,
+                                            "citations_supported": judged})
+        human[(f"q{i}", "c")] = ItemLabels({"faithful": truth, "correct": 3 if truth else 0,
+                                            "citations_supported": truth})
+    return judge, human
+
+
+def record_for(n, flip_every=None, prov=PROV):
+    judge, human = make_items(n, flip_every)
+    return build_record(judge, prov, {"alice": human}, reps=300)
+
+
+RULES = TrustRules(min_items=50, min_kappa=0.6, min_kappa_lower=0.4)
+
+
+def test_trusted_with_enough_agreeing_items():
+    status = trust_status("faithful", PROV, [record_for(90, flip_every=15)], RULES)
+    assert status.trusted, status.reason
+
+
+@pytest.mark.parametrize(("records", "reason"), [
+    ([], "no calibration record"),
+    ([record_for(30)], "30 labelled items < min_items 50"),
+    ([record_for(90, flip_every=2)], "kappa"),
+    ([record_for(90, prov={**PROV, "model": "judge-2"})], "stale: model judge-2"),
+    ([record_for(90, prov={**PROV, "rubric": {**PROV["rubric"], "hash": "b" * 64}})], "stale: rubric"),
+])
+def test_untrusted_cases(records, reason):
+    status = trust_status("faithful", PROV, records, RULES)
+    assert not status.trusted
+    assert reason in status.reason
+
+
+def test_untrusted_when_the_ci_lower_bound_is_too_low():
+    # kappa above 0.6 but on few items: the interval reaches below 0.4.
+    status = trust_status("faithful", PROV, [record_for(50, flip_every=9)],
+                          TrustRules(min_items=10, min_kappa=0.6, min_kappa_lower=0.6))
+    assert not status.trusted and "lower bound" in status.reason
+
+
+def test_inter_rater_agreement_is_reported_beside_judge_agreement():
+    judge, human = make_items(60, flip_every=10)
+    _, second = make_items(60, flip_every=20)
+    record = build_record(judge, PROV, {"alice": human, "bob": second}, reps=100)
+    faithful = record["criteria"]["faithful"]
+    assert faithful["judge_vs_human"]["n"] == 60 and record["primary_rater"] == "alice"
+    assert set(faithful["judge_vs_each_rater"]) == {"alice", "bob"}
+    assert faithful["inter_rater"]["alice~bob"]["n"] == 60
+
+
+# --- prediction-powered inference ------------------------------------------------------------
+
+def test_ppi_interval_covers_the_true_rate_while_the_raw_judge_rate_is_biased():
+    """Simulation: the true rate is 0.7; the judge over-says 'faithful' (bias +0.15)."""
+    rng = random.Random(42)
+    true_rate, covered, raw_errors, trials = 0.7, 0, [], 400
+    for _ in range(trials):
+        truth = [rng.random() < true_rate for _ in range(1000)]
+        judge = [t or rng.random() < 0.5 for t in truth]  # says True for half of the False ones
+        labelled = rng.sample(range(1000), 100)
+        est = ppi_mean([float(j) for j in judge], [float(judge[i]) for i in labelled],
+                       [float(truth[i]) for i in labelled])
+        covered += est["ci_low"] <= true_rate <= est["ci_high"]
+        raw_errors.append(est["raw"] - true_rate)
+    assert 0.91 <= covered / trials <= 0.99  # nominal 95%
+    assert sum(raw_errors) / trials > 0.1  # the raw judge rate is biased upwards
