@@ -185,10 +185,10 @@ def _key(item: JudgeItem, model: str = "judge-test-1") -> str:
     return cache_key(RUBRIC, model, ClientSettings(base_url="x", model=model).decoding(), item)
 
 
-def _put(cache_dir: Path, item: JudgeItem, raw: str) -> None:
+def _put(cache_dir: Path, item: JudgeItem, raw: str, *, repaired: bool = False) -> None:
     cache = JudgeCache(cache_dir)
     cache.put(_key(item), CachedReply(raw=raw, model="judge-test-1", prompt_tokens=10, completion_tokens=5,
-                                      created=time.time()))
+                                      created=time.time(), repaired=repaired))
     cache.close()
 
 
@@ -207,15 +207,33 @@ def test_the_raw_reply_is_what_is_stored(tmp_path: Path) -> None:
     assert b"sk-secret-never-on-disk" not in on_disk
 
 
-def test_a_cached_invalid_reply_is_a_judge_error_without_a_call(tmp_path: Path) -> None:
+INVALID = '{"claims": [{"claim": "x", "verdict": "probably", "support": []}], "correctness": 2}'
+
+
+def test_a_cached_invalid_repair_reply_is_a_judge_error_without_a_call(tmp_path: Path) -> None:
     item = ITEMS[0]
-    _put(tmp_path, item, '{"claims": [{"claim": "x", "verdict": "probably", "support": []}], "correctness": 2}')
+    _put(tmp_path, item, INVALID, repaired=True)
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         (outcome,), stats = run(srv, [item], tmp_path)
         assert srv.call_count == 0
     assert outcome.status == "judge_error" and outcome.source == "cache" and outcome.scores is None
     assert outcome.reason.startswith("invalid verdict (cached reply)")
     assert stats["hits"] == 1
+
+
+def test_a_cached_invalid_first_reply_costs_only_the_repair_call(tmp_path: Path) -> None:
+    """A run stopped between a bad first reply and its repair resumes with the repair alone."""
+    item = ITEMS[0]
+    _put(tmp_path, item, INVALID, repaired=False)
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        (outcome,), _ = run(srv, [item], tmp_path)
+        assert srv.call_count == 1
+        repair_messages = srv.requests[0].body["messages"]
+    assert repair_messages[-2] == {"role": "assistant", "content": INVALID}
+    assert outcome.status == "judged" and outcome.scores is not None
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        (again,), _ = run(srv, [item], tmp_path)
+        assert srv.call_count == 0 and again.status == "judged"
 
 
 def test_a_cached_reply_is_reparsed_with_the_current_parser(tmp_path: Path) -> None:

@@ -84,9 +84,9 @@ def test_run_example_reports_every_case(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     counts = check_report(report)
-    # 51 cases x 2 configs: 21 refusals decided without a judge, q002 x 2 invalid, the rest judged
-    assert counts == {"judged": 79, "skipped": 21, "judge_error": 2}
-    assert calls == 79 + 2 * 2  # one call per case, plus one repair for each invalid verdict
+    # 51 cases x 2 configs: 20 refusals decided without a judge, q002 x 2 invalid, the rest judged
+    assert counts == {"judged": 80, "skipped": 20, "judge_error": 2}
+    assert calls == 80 + 2 * 2  # one call per case, plus one repair for each invalid verdict
     judge = report["judge"]
     assert judge["provenance"]["model"] == srv.model and judge["provenance"]["base_url"] == srv.base_url
     assert judge["provenance"]["decoding"]["temperature"] == 0.0
@@ -97,7 +97,7 @@ def test_run_example_reports_every_case(tmp_path: Path) -> None:
     assert judge["per_config"]["baseline"]["per_case"]["q009"] == {
         "status": "skipped", "reason": "decided deterministically: abstain has no claims to judge"}
     markdown = (tmp_path / "out" / "report.md").read_text()
-    assert "## Judge" in markdown and "| judged / skipped / judge_error | 41 / 9 / 1 | 38 / 12 / 1 |" in markdown
+    assert "## Judge" in markdown and "| judged / skipped / judge_error | 41 / 9 / 1 | 39 / 11 / 1 |" in markdown
     assert "`q002` (baseline): invalid verdict after one repair" in markdown
 
     # an unchanged re-run: zero calls, the same verdicts
@@ -108,7 +108,7 @@ def test_run_example_reports_every_case(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     rerun = json.loads((tmp_path / "out" / "report.json").read_text())
     assert check_report(rerun) == counts
-    assert rerun["judge"]["totals"]["cache_hits"] == 81
+    assert rerun["judge"]["totals"]["cache_hits"] == 82
     assert rerun["judge"]["per_config"]["candidate"]["aggregate"] == judge["per_config"]["candidate"]["aggregate"]
 
 
@@ -132,7 +132,7 @@ def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "judge stopped" in result.output and "connection failed" in result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     counts = check_report(report)
-    assert counts == {"judge_error": 81, "skipped": 21}
+    assert counts == {"judge_error": 82, "skipped": 20}
     reasons = Counter(r["reason"].split(":")[0] for s in report["judge"]["per_config"].values()
                       for r in s["per_case"].values() if r["status"] == "judge_error")
     assert set(reasons) == {"connection failed after 4 attempt(s)", "not sent"}
@@ -178,4 +178,4 @@ def test_killed_run_resumes_without_repeating_answered_calls(tmp_path: Path) -> 
     counts = check_report(report)
     assert counts["judged"] == cases and counts["judge_error"] == 0
     assert report["judge"]["totals"]["cache_hits"] == answered_before_kill
-    assert report["judge"]["selection"]["skip_reasons"]["budget"] == 81 - cases
+    assert report["judge"]["selection"]["skip_reasons"]["budget"] == 82 - cases

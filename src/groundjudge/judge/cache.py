@@ -43,6 +43,7 @@ class CachedReply:
     prompt_tokens: int
     completion_tokens: int
     created: float
+    repaired: bool = False  # True: this is the reply to the one repair retry
 
 
 class JudgeCache:

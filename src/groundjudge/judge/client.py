@@ -209,13 +209,14 @@ class JudgeClient:
 
 
 def _rejects_output_mode(exc: openai.APIStatusError) -> bool:
-    """Does this error refuse the structured-output mode? 400/415/422/501 do; a 500 (llama.cpp's
-    answer to json_schema) only when it says so: a plain 500 is transient and is retried as is,
-    so one hiccup does not downgrade the output mode for the whole run."""
-    if exc.status_code in (400, 415, 422, 501):
-        return True
+    """Does this error refuse the structured-output mode? Only when it says so: the statuses
+    servers use for that (400/415/422/500/501) and a message naming the format. A plain 500 is
+    transient and a 400 may be about something else (a prompt too long), so neither downgrades
+    the output mode for the whole run."""
+    if exc.status_code not in (400, 415, 422, 500, 501):
+        return False
     text = str(exc).lower()
-    return exc.status_code == 500 and any(w in text for w in ("response_format", "json_schema", "schema"))
+    return any(w in text for w in ("response_format", "json_schema", "schema", "json_object"))
 
 
 def _short(exc: BaseException) -> str:

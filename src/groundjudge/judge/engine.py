@@ -120,27 +120,53 @@ class JudgeEngine:
         self._account(out, result, result.requests)
         return result
 
-    async def _judge_one(self, item: JudgeItem, key: str, out: JudgeOutcome) -> None:
-        messages = render_messages(self.rubric, item)
-        first = await self._call(item, out, messages)
-        raw = first.raw
+    def _store(self, key: str, raw: str, model: str, out: JudgeOutcome, *, repaired: bool) -> None:
+        # Every paid reply is stored as soon as it arrives, whatever it parses to: a parser fix
+        # can read it again, and a run killed before the repair resumes with the repair only.
+        self.cache.put(key, CachedReply(raw=raw, model=model, prompt_tokens=out.prompt_tokens,
+                                        completion_tokens=out.completion_tokens, created=time.time(),
+                                        repaired=repaired))
+
+    async def _repair(self, item: JudgeItem, key: str, out: JudgeOutcome, raw: str, problem: VerdictError) -> None:
+        """The one repair retry: show the model its reply and what was wrong with it."""
+        messages = [*render_messages(self.rubric, item), {"role": "assistant", "content": raw},
+                    {"role": "user", "content": self.rubric.render_repair(str(problem))}]
+        second = await self._call(item, out, messages)
+        self._store(key, second.raw, second.model, out, repaired=True)
         try:
-            self._from_reply(item, out, raw)
+            self._from_reply(item, out, second.raw)
+        except VerdictError as again:
+            out.status, out.raw = "judge_error", second.raw
+            out.reason = f"invalid verdict after one repair: {again}"
+
+    async def _judge_one(self, item: JudgeItem, key: str, out: JudgeOutcome) -> None:
+        first = await self._call(item, out, render_messages(self.rubric, item))
+        self._store(key, first.raw, first.model, out, repaired=False)
+        try:
+            self._from_reply(item, out, first.raw)
         except VerdictError as problem:
-            # One repair retry: show the model its reply and what was wrong with it.
-            repair = [*messages, {"role": "assistant", "content": raw},
-                      {"role": "user", "content": self.rubric.render_repair(str(problem))}]
-            second = await self._call(item, out, repair)
-            raw = second.raw
+            await self._repair(item, key, out, first.raw, problem)
+
+    async def _send(self, item: JudgeItem, out: JudgeOutcome, sem: asyncio.Semaphore, stop: dict[str, str],
+                    work: Any) -> None:
+        """Run ``work`` (a call or a repair) under the concurrency bound, the stop flag and the budget."""
+        async with sem:
+            if stop:
+                out.status, out.reason = "judge_error", stop["reason"]
+                return
+            if (over := self._budget_left()) is not None:
+                out.status, out.reason = "skipped", over
+                return
+            started = time.monotonic()
             try:
-                self._from_reply(item, out, raw)
-            except VerdictError as again:
-                out.status, out.raw = "judge_error", raw
-                out.reason = f"invalid verdict after one repair: {again}"
-        # The final reply is stored whatever it parsed to: it was paid for, and a parser fix
-        # can read it again without a new call.
-        self.cache.put(key, CachedReply(raw=raw, model=first.model, prompt_tokens=out.prompt_tokens,
-                                        completion_tokens=out.completion_tokens, created=time.time()))
+                await work()
+            except (ModelMismatch, JudgeUnreachable) as exc:
+                # Never mix verdicts of another model, nor keep hammering a dead server.
+                stop.setdefault("reason", f"not sent: the run stopped after: {exc.reason}")
+                out.status, out.reason = "judge_error", exc.reason
+            except CallFailed as exc:
+                out.status, out.reason = "judge_error", exc.reason
+            out.seconds += time.monotonic() - started
 
     async def _run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str]) -> JudgeOutcome:
         out = JudgeOutcome(item.case_id, item.config_id, "judge_error")
@@ -152,29 +178,15 @@ class JudgeEngine:
             try:
                 self._from_reply(item, out, cached.raw)
             except VerdictError as exc:
-                out.status, out.raw, out.reason = "judge_error", cached.raw, f"invalid verdict (cached reply): {exc}"
-            self._finish(out)
-            return out
-        async with sem:
-            if stop:
-                out.reason = stop["reason"]
-                self._finish(out)
-                return out
-            if (over := self._budget_left()) is not None:
-                out.status, out.reason = "skipped", over
-                self._finish(out)
-                return out
+                if cached.repaired:
+                    out.status, out.raw, out.reason = "judge_error", cached.raw, f"invalid verdict (cached reply): {exc}"
+                else:  # a run stopped between the first reply and its repair: pay for the repair only
+                    out.raw = cached.raw
+                    await self._send(item, out, sem, stop,
+                                     lambda: self._repair(item, key, out, cached.raw, exc))
+        else:
             out.source = "call"
-            started = time.monotonic()
-            try:
-                await self._judge_one(item, key, out)
-            except (ModelMismatch, JudgeUnreachable) as exc:
-                # Never mix verdicts of another model, nor keep hammering a dead server.
-                stop.setdefault("reason", f"not sent: the run stopped after: {exc.reason}")
-                out.status, out.reason = "judge_error", exc.reason
-            except CallFailed as exc:
-                out.status, out.reason = "judge_error", exc.reason
-            out.seconds = time.monotonic() - started
+            await self._send(item, out, sem, stop, lambda: self._judge_one(item, key, out))
         self._finish(out)
         return out
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +94,18 @@ def assemble_model(models_dir: Path, log: IO[str] | None = None) -> Path:
     return target
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Ask Linux to SIGTERM the server if groundjudge dies, even by SIGKILL."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _raise_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -109,6 +124,7 @@ class LocalJudge:
     log: IO[str] | None = None
     process: subprocess.Popen[bytes] | None = None
     model_id: str = MODEL_ID
+    _previous_sigterm: object = None
 
     @classmethod
     def from_config(cls, config: Config, log: IO[str] | None = None) -> LocalJudge:
@@ -137,7 +153,8 @@ class LocalJudge:
         log_path = self.models_dir / "server.log"
         with log_path.open("ab") as server_log:
             self.process = subprocess.Popen(self.command(model_path), stdout=server_log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         deadline = started + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -166,6 +183,10 @@ class LocalJudge:
             self.process.wait(timeout=10)
 
     def __enter__(self) -> LocalJudge:
+        # SIGTERM would end Python without running `finally`; make it unwind like Ctrl-C does,
+        # so the server is stopped on every way out.
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
         try:
             self.start()
         except BaseException:
@@ -174,4 +195,8 @@ class LocalJudge:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)

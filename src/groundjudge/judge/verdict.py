@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
 ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
@@ -47,7 +47,7 @@ class JudgedClaim(BaseModel):
 class RawVerdict(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     claims: list[JudgedClaim]
-    correctness: int = Field(ge=0, le=3)
+    correctness: StrictInt = Field(ge=0, le=3)  # true/1.0 are not grades
     reason: str = ""
 
 

@@ -25,7 +25,7 @@ DEFAULT_PHRASES: dict[str, dict[str, list[str]]] = {
         "vi": ["không có quyền", "không được phép truy cập", "từ chối truy cập"],
     },
     "escalate": {
-        "en": ["escalate this", "escalating this", "escalated to", "forwarded to a human", "hand this over to", "human agent will"],
+        "en": ["escalate this", "escalating this", "escalating your", "i will escalate", "forwarded to a human", "hand this over to", "human agent will"],
         "vi": ["chuyển cho nhân viên", "liên hệ bộ phận hỗ trợ", "chuyển tiếp"],
     },
 }
