@@ -292,10 +292,10 @@ def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_pa
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         first = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
         judged = [s for s in first.selections if s.judge]
-        assert srv.call_count == len(judged) == 81
+        assert srv.call_count == len(judged) == 82
         srv.reset()
         again = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
-        assert srv.call_count == 0 and again.totals.cache_hits == 81
+        assert srv.call_count == 0 and again.totals.cache_hits == 82
 
         target = "billing-v2#2"
         lines = (examples / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
