@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
 from groundjudge.files import write_json_atomic, write_text_atomic
 from groundjudge.report.gates_md import render_gates_markdown
+from groundjudge.report.junit import junit_xml
+from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 from groundjudge.report.judge_section import judge_document, render_judge_markdown
 from groundjudge.report.markdown import render_markdown
 from groundjudge.report.metrics_json import metrics_document
@@ -115,6 +118,7 @@ def client_settings(config: Config, base_url: str, model: str) -> ClientSettings
 @dataclass
 class RunResult:
     document: dict[str, Any]
+    triage: list[dict[str, Any]]
     outcomes: list[JudgeOutcome]
     selections: list[Selection]
     totals: JudgeTotals
@@ -165,7 +169,7 @@ def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None)
         exit_code = 3
     else:
         exit_code = 0 if doc["gates"]["passed"] else 1
-    return RunResult(doc, outcomes, selections, totals, exit_code)
+    return RunResult(doc, triage_records(dataset, doc), outcomes, selections, totals, exit_code)
 
 
 def apply_gates(config: Config, doc: dict[str, Any]) -> dict[str, Any]:
@@ -198,10 +202,20 @@ def verdict_items(doc: dict[str, Any]) -> tuple[dict, dict[str, Any]]:
     return items_from_judge_section(doc["judge"])
 
 
-def write_run_reports(doc: dict[str, Any], out_dir: Path) -> None:
-    write_json_atomic(out_dir / "report.json", doc)
+def write_run_reports(result: RunResult, out_dir: Path, *, junit: Path | None = None) -> None:
+    """report.json, report.md, triage.md and triage.jsonl (and JUnit XML when asked)."""
+    doc = result.document
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
+    write_json_atomic(out_dir / "report.json", doc)
     write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
+    write_text_atomic(out_dir / "triage.jsonl", to_jsonl(result.triage))
+    write_text_atomic(out_dir / "triage.md", render_triage_markdown(result.triage))
+    if junit is not None:
+        write_text_atomic(junit, junit_xml(doc))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(render_gates_markdown(doc["gates"]) + "\n")
 
 
 def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
@@ -237,3 +251,49 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     records = find_records(t.records_dir)
     trust = {c: trust_status(c, judge_prov, records, rules).__dict__ for c in record["criteria"]}
     return record, path, trust
+
+
+def _load_run_document(path: Path) -> dict[str, Any]:
+    import json
+
+    from groundjudge.load.records import read_text
+
+    if path.is_dir():
+        candidates = [path / "report.json", path / "metrics.json"]
+        path = next((p for p in candidates if p.exists()), candidates[-1])
+    try:
+        doc = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict) or "per_config" not in doc:
+        raise InputError.one(path, None, "per_config", "not a groundjudge metrics.json or report.json")
+    return doc
+
+
+def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
+            strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Compare two runs (or, with ``b`` None, two configs of one run)."""
+    from groundjudge.report.compare import ChunkerMismatch, compare_configs
+
+    doc_a = _load_run_document(a)
+    doc_b = _load_run_document(b) if b is not None else doc_a
+    if b is None:
+        configs = doc_a["configs"]
+        config_a = config_a or configs[0]
+        config_b = config_b or (configs[1] if len(configs) > 1 else None)
+        if config_b is None:
+            raise InputError.one(a, None, "configs", "one run with a single config: give a second run to compare")
+    config_a = config_a or doc_a["configs"][0]
+    config_b = config_b or doc_b["configs"][0]
+    for doc, cfg, path in ((doc_a, config_a, a), (doc_b, config_b, b or a)):
+        if cfg not in doc["per_config"]:
+            raise InputError.one(path, None, "config", f"no config {cfg!r}; have {doc['configs']}")
+    side_a, side_b = doc_a["per_config"][config_a], doc_b["per_config"][config_b]
+    chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
+    label_a = f"{a.name}:{config_a}" if b is not None else config_a
+    label_b = f"{b.name}:{config_b}" if b is not None else config_b
+    try:
+        return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
+                               strict_chunker_version=strict_chunker_version, seed=seed)
+    except ChunkerMismatch as exc:
+        raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None

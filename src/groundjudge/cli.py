@@ -106,10 +106,11 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--max-cost-usd", type=click.FloatRange(min=0), help="Stop sending once this much is spent.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Judge cache folder [env GROUNDJUDGE_CACHE_DIR].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
+@click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML (one test case per gate).")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
-        max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool) -> None:
+        max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None) -> None:
     """Metrics, then the judge on the cases that need it, then reports (report.json, report.md)."""
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "metrics.ks": ks,
@@ -121,7 +122,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     out_dir = config.output.out or default_out()
     with judge_endpoint(config, quiet) as (base_url, model), JudgeProgress(quiet) as progress:
         result = api.run_eval(config, base_url=base_url, model=model, progress=progress)
-    api.write_run_reports(result.document, out_dir)
+    api.write_run_reports(result, out_dir, junit=junit)
     print_summary(result.document, quiet)
     if not quiet:
         t = result.totals
@@ -173,6 +174,60 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
 
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(path_type=Path, exists=True))
+@click.argument("run_b", required=False, type=click.Path(path_type=Path, exists=True))
+@click.option("--config-a", help="Config of A to compare (default: its first).")
+@click.option("--config-b", help="Config of B to compare (default: its first; with one run, its second).")
+@click.option("--strict-chunker-version", is_flag=True, help="Refuse when chunker versions differ.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation test.")
+@click.option("--out", type=click.Path(path_type=Path), help="Write compare.json and compare.md here.")
+def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str | None,
+            strict_chunker_version: bool, seed: int, out: Path | None) -> None:
+    """Compare two runs (RUN_A RUN_B), or two configs of one run: deltas, significance, win/loss."""
+    from groundjudge.files import write_json_atomic, write_text_atomic
+    from groundjudge.report.compare import render_compare_markdown
+    from groundjudge.report.markdown import HEADLINE
+
+    result = api.compare(run_a, run_b, config_a=config_a, config_b=config_b,
+                         strict_chunker_version=strict_chunker_version, seed=seed)
+    names = [m for m in HEADLINE if m in result["metrics"]]
+    names += [m for m in ("hit_span@5", "recall_span@10") if m in result["metrics"]]
+    text = render_compare_markdown(result, names)
+    if out is not None:
+        write_json_atomic(out / "compare.json", result)
+        write_text_atomic(out / "compare.md", text)
+    click.echo(text)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--tag", "tags", multiple=True, help="Only cases with this tag (repeatable).")
+@click.option("--kind", "kinds", multiple=True,
+              type=click.Choice(["unsupported_claim", "contradicted_claim", "misattributed_citation",
+                                 "invalid_citation"]), help="Only findings of this kind (repeatable).")
+@click.option("--config", "configs", multiple=True, help="Only this system config (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSONL instead of Markdown.")
+def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs: tuple[str, ...],
+           as_json: bool) -> None:
+    """Show a run's unsupported claims and bad citations, filtered."""
+    from groundjudge.load.records import read_text
+    from groundjudge.report.triage import filter_records, render_triage_markdown, to_jsonl
+
+    path = run_dir / "triage.jsonl"
+    if not path.exists():
+        raise InputError.one(path, None, None, "no triage.jsonl here: is this the --out folder of `groundjudge run`?")
+    text = read_text(path) if path.stat().st_size else ""
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError.one(path, lineno, None, f"invalid JSON: {exc.msg}") from None
+    chosen = filter_records(records, tags=tags, kinds=kinds, configs=configs)
+    click.echo(to_jsonl(chosen) if as_json else render_triage_markdown(chosen), nl=False)
 
 
 @main.group()

@@ -13,6 +13,7 @@ from groundjudge.metrics.containment import constraint_metrics, containment_metr
 from groundjudge.metrics.grounding import citation_metrics, context_metrics
 from groundjudge.metrics.operations import operation_values
 from groundjudge.metrics.retrieval import retrieval_metrics, trec_order
+from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
 
 
@@ -76,6 +77,7 @@ def compute_case(
     retrieval = retrieval_metrics(ranking, case.relevance, settings.ks)
     values.update({k: v for k, v in retrieval.items() if not k.startswith("num_")})
     values.update(doc_recall(case, trace, ranking, corpus, settings.ks))
+    values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks))
     values.update(context_metrics(case, trace))
     values.update(citation_metrics(case, trace, corpus.chunks, window=settings.offset_window))
     behavior = observed_behavior(trace, settings.rules)

@@ -22,7 +22,13 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
     """
     per_config: dict[str, Any] = {}
     for cfg_id, cfg in run.configs.items():
+        versions: dict[str, set[str]] = {}
+        for variants in dataset.traces[cfg_id].values():
+            for trace in variants.values():
+                for key, value in trace.versions.items():
+                    versions.setdefault(key, set()).add(value)
         per_config[cfg_id] = {
+            "versions": {key: sorted(values) for key, values in sorted(versions.items())},
             "aggregate": cfg.aggregate,
             "by_tag": cfg.breakdown["tag"],
             "by_difficulty": cfg.breakdown["difficulty"],

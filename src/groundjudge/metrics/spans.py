@@ -1,0 +1,49 @@
+"""Chunk matching by document and span, for runs whose chunk ids differ (another chunker).
+
+A retrieved chunk matches a gold chunk when both name the same document and their byte spans
+overlap by at least half of the shorter one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+
+SPAN_OVERLAP = 0.5
+SPAN_METRIC_PREFIXES = ("hit_span", "recall_span")
+
+
+def span_overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """Overlap length over the shorter span's length (0 when either is empty)."""
+    inter = max(0, min(a[1], b[1]) - max(a[0], b[0]))
+    shorter = min(a[1] - a[0], b[1] - b[0])
+    return inter / shorter if shorter > 0 else 0.0
+
+
+def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks: Mapping[str, CorpusChunk],
+                 ks: Sequence[int]) -> dict[str, float | None]:
+    """``hit_span@k`` and ``recall_span@k``; None when spans are missing on either side."""
+    gold = [chunks[cid] for cid in case.relevant_chunk_ids if cid in chunks and chunks[cid].offsets is not None]
+    by_id = {c.chunk_id: c for c in trace.retrieved_chunks}
+    retrieved = []
+    for cid in ranking:
+        r = by_id[cid]
+        known = chunks.get(cid)
+        doc = r.doc_id or (known.doc_id if known else None)
+        offsets = r.offsets or (known.offsets if known else None)
+        retrieved.append((doc, offsets))
+    if not gold or any(doc is None or off is None for doc, off in retrieved):
+        return {f"{name}@{k}": None for name in SPAN_METRIC_PREFIXES for k in ks}
+    out: dict[str, float | None] = {}
+    for k in ks:
+        matched = sum(
+            1 for g in gold
+            if any(doc == g.doc_id and span_overlap((off.start, off.end), (g.offsets.start, g.offsets.end))
+                   >= SPAN_OVERLAP for doc, off in retrieved[:k])
+        )
+        out[f"hit_span@{k}"] = float(matched > 0)
+        out[f"recall_span@{k}"] = matched / len(gold)
+    return out
+
+

@@ -1,0 +1,131 @@
+"""Triage records: every unsupported or contradicted claim and every bad citation, with evidence.
+
+Each record carries the case's retrieval facts (was a gold chunk retrieved, at which rank, did
+it reach the context), so "bad answer because the gold chunk was never retrieved" shows at a
+glance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.case import ranking_of
+
+CLAIM_KINDS = {"unsupported": "unsupported_claim", "contradicted": "contradicted_claim",
+               "misattributed": "misattributed_citation"}
+
+
+def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str, Any]:
+    case = dataset.cases[case_id]
+    trace = dataset.trace(config_id, case_id)
+    ranking = ranking_of(trace) if trace else []
+    context = {c.chunk_id for c in trace.context_chunks} if trace else set()
+    gold = sorted(case.relevant_chunk_ids)
+    return {
+        "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g],
+                         "rank": ranking.index(g) + 1 if g in ranking else None,
+                         "in_context": g in context} for g in gold],
+        "gold_retrieved": any(g in ranking for g in gold) if gold else None,
+        "gold_in_context": any(g in context for g in gold) if gold else None,
+    }
+
+
+def _text(dataset: Dataset, config_id: str, case_id: str, chunk_id: str) -> str | None:
+    trace = dataset.trace(config_id, case_id)
+    if trace:
+        for c in trace.context_chunks:
+            if c.chunk_id == chunk_id and c.text is not None:
+                return c.text
+    return dataset.corpus.text_of(chunk_id)
+
+
+def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    judge = doc.get("judge", {}).get("per_config", {})
+    for config_id in doc["configs"]:
+        for case_id in dataset.cases:
+            trace = dataset.trace(config_id, case_id)
+            if trace is None:
+                continue
+            case = dataset.cases[case_id]
+            base = {"config_id": config_id, "case_id": case_id, "tags": case.tags, "question": case.question,
+                    "answer": trace.answer}
+            facts = None
+            retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+            context = {c.chunk_id for c in trace.context_chunks}
+            for cit in trace.citations:
+                problem = None
+                if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
+                    problem = "cited id exists nowhere in the corpus"
+                elif cit.chunk_id not in retrieved:
+                    problem = "cited chunk was not retrieved"
+                elif cit.chunk_id not in context:
+                    problem = "cited chunk did not reach the context"
+                if problem:
+                    facts = facts or retrieval_facts(dataset, config_id, case_id)
+                    records.append({**base, "kind": "invalid_citation", "problem": problem,
+                                    "cited": [cit.chunk_id],
+                                    "chunks": {cit.chunk_id: _text(dataset, config_id, case_id, cit.chunk_id)},
+                                    "retrieval": facts})
+            verdict = judge.get(config_id, {}).get("per_case", {}).get(case_id, {})
+            for claim in verdict.get("claims", []):
+                kind = CLAIM_KINDS.get(claim["class"])
+                if kind is None:
+                    continue
+                facts = facts or retrieval_facts(dataset, config_id, case_id)
+                ids = list(dict.fromkeys([*claim["cited"], *claim["support"]]))
+                records.append({**base, "kind": kind, "claim": claim["claim"], "verdict": claim["verdict"],
+                                "cited": claim["cited"], "supported_by": claim["support"],
+                                "chunks": {i: _text(dataset, config_id, case_id, i) for i in ids},
+                                "retrieval": facts})
+    return records
+
+
+def filter_records(records: Iterable[dict[str, Any]], *, tags: Iterable[str] = (), kinds: Iterable[str] = (),
+                   configs: Iterable[str] = ()) -> list[dict[str, Any]]:
+    tags, kinds, configs = set(tags), set(kinds), set(configs)
+    return [r for r in records
+            if (not tags or tags & set(r["tags"])) and (not kinds or r["kind"] in kinds)
+            and (not configs or r["config_id"] in configs)]
+
+
+def to_jsonl(records: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def _retrieval_line(facts: dict[str, Any]) -> str:
+    if not facts["gold_chunks"]:
+        return "no gold chunks for this case"
+    parts = []
+    for g in facts["gold_chunks"]:
+        where = f"rank {g['rank']}" if g["rank"] else "never retrieved"
+        parts.append(f"`{g['chunk_id']}` (grade {g['grade']}): {where}, "
+                     + ("in context" if g["in_context"] else "not in context"))
+    return "; ".join(parts)
+
+
+def render_triage_markdown(records: list[dict[str, Any]]) -> str:
+    out = ["# Triage", "", f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
+           "invalid citations, grouped by case.", ""]
+    seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
+    for (config_id, case_id), items in seen.items():
+        first = items[0]
+        out += [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
+                f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
+        for r in items:
+            if r["kind"] == "invalid_citation":
+                out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
+            else:
+                out.append(f"- **{r['kind'].replace('_', ' ')}**: “{r['claim']}” — cited "
+                           f"{', '.join(f'`{c}`' for c in r['cited']) or 'nothing'}, supported by "
+                           f"{', '.join(f'`{c}`' for c in r['supported_by']) or 'nothing'}")
+            for cid, text in r["chunks"].items():
+                snippet = (text or "(no text)").replace("\n", " ")
+                out.append(f"  - `{cid}`: {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""Run outputs for people and CI: triage files, JUnit XML, the step summary, and compare."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundjudge.cli import main
+from tests.support.judge_replies import verdict_for_request
+from tests.support.openai_server import ScriptedOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "groundjudge.toml"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("run")
+    summary = tmp / "summary.md"
+    summary.write_text("previous step\n")
+    with ScriptedOpenAIServer(verdict_for_request) as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+            mp.delenv(var, raising=False)
+        result = CliRunner().invoke(main, [
+            "run", "--config", str(EXAMPLE), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--junit", str(tmp / "junit.xml"),
+            "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    (tmp / "exit_code").write_text(str(result.exit_code))
+    return tmp
+
+
+def test_triage_lists_bad_citations_and_unsupported_claims_with_retrieval_facts(run_dir):
+    records = [json.loads(line) for line in (run_dir / "out" / "triage.jsonl").read_text().splitlines()]
+    # baseline q025 cites billing-v2#3, which was retrieved but never reached the context
+    q025 = [r for r in records if r["case_id"] == "q025" and r["config_id"] == "baseline"
+            and r["kind"] == "invalid_citation"]
+    assert q025 and q025[0]["problem"] == "cited chunk did not reach the context"
+    assert q025[0]["chunks"]["billing-v2#3"]  # the chunk text is there for the reader
+    facts = q025[0]["retrieval"]
+    assert {"gold_chunks", "gold_retrieved", "gold_in_context"} <= set(facts)
+    unsupported = [r for r in records if r["kind"] == "unsupported_claim"]
+    assert unsupported and all(r["claim"] == "an extra detail" for r in unsupported)
+    markdown = (run_dir / "out" / "triage.md").read_text()
+    assert "## `q025` (baseline)" in markdown and "did not reach the context" in markdown
+
+
+def test_triage_command_filters(run_dir):
+    out = CliRunner().invoke(main, ["triage", str(run_dir / "out"), "--kind", "invalid_citation",
+                                    "--config", "baseline", "--json"])
+    assert out.exit_code == 0
+    rows = [json.loads(line) for line in out.output.splitlines()]
+    assert rows and {r["kind"] for r in rows} == {"invalid_citation"} and {r["config_id"] for r in rows} == {"baseline"}
+    tagged = CliRunner().invoke(main, ["triage", str(run_dir / "out"), "--tag", "acl", "--json"])
+    assert all("acl" in json.loads(line)["tags"] for line in tagged.output.splitlines())
+
+
+def test_junit_has_one_failing_case_per_failed_gate(run_dir):
+    report = json.loads((run_dir / "out" / "report.json").read_text())
+    suite = ET.parse(run_dir / "junit.xml").getroot()
+    gate_cases = [c for c in suite.iter("testcase") if c.get("classname").startswith("groundjudge.gates.")]
+    assert len(gate_cases) == len(report["gates"]["results"])
+    failing = sorted(c.get("name") for c in gate_cases if c.find("failure") is not None)
+    assert failing == sorted(report["gates"]["failed"])
+    assert int(suite.get("failures")) == len(failing) + sum(
+        1 for c in suite.iter("testcase") if c.get("classname").startswith("groundjudge.critical."))
+    assert int((run_dir / "exit_code").read_text()) == (0 if report["gates"]["passed"] else 1)
+
+
+def test_step_summary_is_appended(run_dir):
+    text = (run_dir / "summary.md").read_text()
+    assert text.startswith("previous step\n") and "## Verdict:" in text
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def metrics_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("metrics")
+    assert CliRunner().invoke(main, ["metrics", "--config", str(EXAMPLE), "--out", str(out), "--quiet"]).exit_code == 0
+    return out
+
+
+def test_compare_configs_uses_span_matching_when_chunkers_differ(metrics_dir, tmp_path):
+    result = CliRunner().invoke(main, ["compare", str(metrics_dir), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["matching_mode"] == "doc_id+span_overlap>=50%"
+    assert "hit@5" not in data["metrics"] and "recall_span@10" in data["metrics"]
+    assert data["counts"]["regression"] == sum(v == "regression" for v in data["per_case"].values())
+    assert data["per_case"]["q048"] == "regression"  # the candidate lost q048's gold chunk
+    assert "Chunk matching: **doc_id+span_overlap>=50%**" in result.output
+
+
+def test_compare_strict_chunker_version_refuses(metrics_dir):
+    result = CliRunner().invoke(main, ["compare", str(metrics_dir), "--strict-chunker-version"])
+    assert result.exit_code == 2 and "chunker versions differ" in result.stderr
+
+
+def test_compare_two_runs_of_the_same_config_is_all_draws_and_noise(metrics_dir):
+    result = CliRunner().invoke(main, ["compare", str(metrics_dir), str(metrics_dir), "--config-a", "candidate",
+                                       "--config-b", "candidate", "--out", str(metrics_dir / "same")])
+    data = json.loads((metrics_dir / "same" / "compare.json").read_text())
+    assert result.exit_code == 0 and data["matching_mode"] == "chunk_id"
+    assert data["counts"]["draw"] == data["cases_compared"] == 51
+    assert all(m["verdict"] == "noise" and m["delta"] == 0 for m in data["metrics"].values())
+
+
+def test_paired_permutation_test_is_seeded_and_detects_a_real_shift():
+    from groundjudge.report.compare import paired_permutation_p
+
+    diffs = [0.3] * 30 + [-0.1] * 5
+    assert paired_permutation_p(diffs, seed=1) == paired_permutation_p(diffs, seed=1) < 0.01
+    assert paired_permutation_p([0.1, -0.1] * 10, seed=1) > 0.5
