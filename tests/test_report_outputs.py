@@ -117,3 +117,38 @@ def test_paired_permutation_test_is_seeded_and_detects_a_real_shift():
     diffs = [0.3] * 30 + [-0.1] * 5
     assert paired_permutation_p(diffs, seed=1) == paired_permutation_p(diffs, seed=1) < 0.01
     assert paired_permutation_p([0.1, -0.1] * 10, seed=1) > 0.5
+
+
+# --- the report schema -----------------------------------------------------------------------------
+
+def _validator():
+    import jsonschema
+
+    result = CliRunner().invoke(main, ["schema", "report"])
+    schema = json.loads(result.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_every_report_validates_against_the_published_schema(run_dir, metrics_dir, tmp_path):
+    validator = _validator()
+    trec = ROOT.parent / "shared" / "data" / "trec" / "trec_eval_test"
+    docs = [json.loads((run_dir / "out" / "report.json").read_text()),
+            json.loads((metrics_dir / "metrics.json").read_text())]
+    if trec.exists():
+        assert CliRunner().invoke(main, ["metrics", "--qrels", str(trec / "qrels.test"), "--run",
+                                         str(trec / "results.test"), "--out", str(tmp_path), "--quiet"]).exit_code == 0
+        docs.append(json.loads((tmp_path / "metrics.json").read_text()))
+    for doc in docs:
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+
+
+def test_the_schema_rejects_a_scored_judge_error():
+    validator = _validator()
+    record = {"status": "judge_error", "reason": "timed out", "scores": {"faithfulness": 0.0}}
+    sub = {"$ref": "#/$defs/judge_record", "$defs": validator.schema["$defs"]}
+    import jsonschema
+
+    assert list(jsonschema.Draft202012Validator(sub).iter_errors(record))
+    assert not list(jsonschema.Draft202012Validator(sub).iter_errors({"status": "skipped", "reason": "x"}))

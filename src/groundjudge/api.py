@@ -26,6 +26,7 @@ from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
 from groundjudge.files import write_json_atomic, write_text_atomic
 from groundjudge.report.gates_md import render_gates_markdown
+from groundjudge.report.html import render_html
 from groundjudge.report.junit import junit_xml
 from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 from groundjudge.report.judge_section import judge_document, render_judge_markdown
@@ -123,6 +124,7 @@ class RunResult:
     selections: list[Selection]
     totals: JudgeTotals
     exit_code: int
+    dataset: Dataset
 
 
 def judge_selected(config: Config, rubric: Rubric, selections: list[Selection], base_url: str, model: str,
@@ -164,12 +166,27 @@ def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None)
     if config.inputs.labels:
         doc["judge"]["bias_corrected"] = bias_corrected_rates(doc, load_labels(config.inputs.labels))
     doc["gates"] = apply_gates(config, doc)
+    doc["calibration"] = calibration_summary(doc["gates"])
     judged_any = any(o.status == "judged" for o in outcomes)
     if totals.stopped and not judged_any:
         exit_code = 3
     else:
         exit_code = 0 if doc["gates"]["passed"] else 1
-    return RunResult(doc, triage_records(dataset, doc), outcomes, selections, totals, exit_code)
+    return RunResult(doc, triage_records(dataset, doc), outcomes, selections, totals, exit_code, dataset)
+
+
+def calibration_summary(gates: dict[str, Any]) -> dict[str, Any] | None:
+    """The calibration record this run's judge is held to, if one exists for it exactly."""
+    import json
+
+    path = next((t["record"] for t in gates["trust"].values() if t.get("record")), None)
+    if path is None:
+        return None
+    record = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {"path": path, "primary_rater": record["primary_rater"], "raters": record["raters"],
+            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"]}
+                         for name, st in record["criteria"].items()},
+            "claims": record["claims"]}
 
 
 def apply_gates(config: Config, doc: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +227,7 @@ def write_run_reports(result: RunResult, out_dir: Path, *, junit: Path | None = 
     write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(result.triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(result.triage))
+    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))
     if junit is not None:
         write_text_atomic(junit, junit_xml(doc))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

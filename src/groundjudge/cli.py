@@ -358,9 +358,14 @@ def serve(config_path: Path | None, port: int | None, threads: int | None, conte
 
 
 @main.command()
-@click.argument("name", type=click.Choice(sorted(CONTRACTS)))
+@click.argument("name", type=click.Choice(sorted([*CONTRACTS, "report"])))
 def schema(name: str) -> None:
-    """Print the JSON Schema of an input contract."""
+    """Print the JSON Schema of an input contract, or of report.json / metrics.json."""
+    if name == "report":
+        from importlib import resources
+
+        click.echo(resources.files("groundjudge.report").joinpath("schemas/report-v1.schema.json").read_text("utf-8"))
+        return
     click.echo(json.dumps(CONTRACTS[name].model_json_schema(), indent=2))
 
 

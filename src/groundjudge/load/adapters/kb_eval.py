@@ -1,0 +1,353 @@
+"""Read kb-eval's golden queries and run results, and convert them to the native contracts.
+
+kb-eval stores one golden query per line (JSONL, or a YAML list) and, per run, one result per
+query. The shapes below are kb-eval's own; fields this module does not know are kept.
+
+Golden query::
+
+    {"id": "q1", "query": "...", "expected_chunk_ids": ["c1"], "expected_doc_ids": ["d1"],
+     "must_contain": ["..."], "forbidden": ["..."],
+     "expected_chunk_spans": [{"chunk_id": "c1", "doc_id": "d1", "source_spans": [[0, 120]]}]}
+
+``expected_doc_ids`` is required: an empty list is kb-eval's way of saying "the system should
+refuse this query". ``expected_chunk_spans`` is optional; run comparison uses it when the two
+runs were chunked differently (see :mod:`groundjudge.profiles.kb_eval`).
+
+Run result (one file = one run, so ``run_id`` and ``chunker_version`` are the same on every
+line; ``run_id`` defaults to the file name without its extension)::
+
+    {"run_id": "run-a", "query_id": "q1", "chunker_version": "md-v1",
+     "hits_top_k": [{"chunk_id": "c1", "doc_id": "d1", "score": 0.8, "source_spans": [[0, 120]]}],
+     "answer": {"text": "...", "grounded": true,
+                "citations": [{"citation": "[#1]", "chunk_id": "c1"}]},
+     "error": null, "latency_ms": 840}
+
+``hits_top_k`` is in rank order (first = rank 1). ``answer`` is null when the run did not
+generate (retrieval only). A citation is a chunk id, or an object whose ``citation`` is the
+reference as written in the answer and whose ``chunk_id`` is the chunk it resolved to (null:
+it resolved to nothing). ``source_spans`` are ``[start, end)`` character offsets in the
+document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from groundjudge.contracts import GoldenCase, Trace
+from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.load.records import read_records, validation_problems
+
+__all__ = [
+    "KbAnswer",
+    "KbChunkSpans",
+    "KbCitation",
+    "KbGoldenQuery",
+    "KbHit",
+    "KbResult",
+    "KbRun",
+    "SourceSpan",
+    "looks_like",
+    "read_golden",
+    "read_run",
+    "to_native",
+]
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class SourceSpan(BaseModel):
+    """A ``[start, end)`` character span of a document; written as ``[start, end]`` in files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 2:
+                raise ValueError("a span must be [start, end]")
+            return {"start": value[0], "end": value[1]}
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SourceSpan:
+        if self.end < self.start:
+            raise ValueError(f"span end {self.end} is before start {self.start}")
+        return self
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+class KbChunkSpans(_Line):
+    """Where an expected chunk lies in its document (for matching across chunker versions)."""
+
+    chunk_id: NonEmptyStr
+    doc_id: NonEmptyStr
+    source_spans: list[SourceSpan] = Field(min_length=1)
+
+
+class KbGoldenQuery(_Line):
+    """One kb-eval golden query."""
+
+    id: NonEmptyStr
+    query: NonEmptyStr
+    expected_chunk_ids: list[NonEmptyStr] = Field(default_factory=list)
+    expected_doc_ids: list[NonEmptyStr]
+    must_contain: list[str] = Field(default_factory=list)
+    forbidden: list[str] = Field(default_factory=list)
+    expected_chunk_spans: list[KbChunkSpans] = Field(default_factory=list)
+
+    @property
+    def should_refuse(self) -> bool:
+        """kb-eval's convention: no expected document means the system should refuse."""
+        return not self.expected_doc_ids
+
+
+class KbHit(_Line):
+    chunk_id: NonEmptyStr
+    doc_id: NonEmptyStr
+    score: float | None = None
+    source_spans: list[SourceSpan] = Field(default_factory=list)
+
+
+class KbCitation(_Line):
+    citation: NonEmptyStr
+    chunk_id: NonEmptyStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_id(cls, value: Any) -> Any:
+        # A bare string is a chunk id cited directly: it is both the reference and the target.
+        if isinstance(value, str):
+            return {"citation": value, "chunk_id": value}
+        return value
+
+
+class KbAnswer(_Line):
+    text: str = ""
+    citations: list[KbCitation] = Field(default_factory=list)
+    grounded: bool
+
+
+class KbResult(_Line):
+    """What one run did for one golden query."""
+
+    query_id: NonEmptyStr
+    run_id: NonEmptyStr | None = None
+    chunker_version: NonEmptyStr
+    hits_top_k: list[KbHit]
+    answer: KbAnswer | None = None
+    error: str | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+
+
+@dataclass(frozen=True)
+class KbRun:
+    """One kb-eval run: its id, its chunker version and its results by query id (file order)."""
+
+    run_id: str
+    chunker_version: str
+    results: dict[str, KbResult]
+    source: str = ""
+
+
+def read_golden(path: str | Path) -> dict[str, KbGoldenQuery]:
+    """Golden queries by id, in file order. Raises :class:`InputError` on a bad line or a duplicate id."""
+    return _read_golden_lines(path)[0]
+
+
+def _read_golden_lines(path: str | Path) -> tuple[dict[str, KbGoldenQuery], dict[str, int]]:
+    queries: dict[str, KbGoldenQuery] = {}
+    first_line: dict[str, int] = {}
+    problems: list[InputProblem] = []
+    for line, query in read_records(path, KbGoldenQuery):
+        if query.id in queries:
+            problems.append(InputProblem(str(path), line, "id",
+                                         f"duplicate query id {query.id!r} (first on line {first_line[query.id]})"))
+            continue
+        queries[query.id] = query
+        first_line[query.id] = line
+        for i, spans in enumerate(query.expected_chunk_spans):
+            if spans.chunk_id not in query.expected_chunk_ids:
+                problems.append(InputProblem(
+                    str(path), line, f"expected_chunk_spans[{i}].chunk_id",
+                    f"{spans.chunk_id!r} is not one of expected_chunk_ids; list it there or remove its spans"))
+    if problems:
+        raise InputError(problems)
+    return queries, first_line
+
+
+def _read_run_lines(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None) -> tuple[KbRun, dict[str, int]]:
+    path = Path(path)
+    records = read_records(path, KbResult)
+    problems: list[InputProblem] = []
+    first_line, first = records[0]
+    run_id = first.run_id or path.stem
+    version = first.chunker_version
+    results: dict[str, KbResult] = {}
+    lines: dict[str, int] = {}
+    for line, result in records:
+        if (result.run_id or path.stem) != run_id:
+            problems.append(InputProblem(str(path), line, "run_id",
+                                         f"{result.run_id!r} differs from {run_id!r} on line {first_line}; "
+                                         "put each run in its own file"))
+        if result.chunker_version != version:
+            problems.append(InputProblem(str(path), line, "chunker_version",
+                                         f"{result.chunker_version!r} differs from {version!r} on line {first_line}; "
+                                         "one results file holds one run, chunked one way"))
+        if golden is not None and result.query_id not in golden:
+            problems.append(InputProblem(str(path), line, "query_id",
+                                         f"unknown query {result.query_id!r}: not in the golden set"))
+        elif result.query_id in results:
+            problems.append(InputProblem(str(path), line, "query_id",
+                                         f"duplicate result for query {result.query_id!r} "
+                                         f"(first on line {lines[result.query_id]})"))
+        else:
+            results[result.query_id] = result
+            lines[result.query_id] = line
+    if problems:
+        raise InputError(problems)
+    return KbRun(run_id, version, results, str(path)), lines
+
+
+def read_run(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None = None) -> KbRun:
+    """One run's results. With ``golden``, a result naming an unknown query is an input error.
+
+    Raises :class:`InputError` on a bad line, a duplicate query, or a line whose ``run_id`` or
+    ``chunker_version`` differs from the first line's.
+    """
+    return _read_run_lines(path, golden)[0]
+
+
+_GOLD_KEYS = frozenset({"id", "query", "expected_doc_ids"})
+_TRACE_KEYS = frozenset({"query_id", "hits_top_k", "chunker_version"})
+
+
+def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
+    """True when ``first_object`` (a file's first record) is in kb-eval's shape for ``role``.
+
+    Golden queries carry ``id``, ``query`` and ``expected_doc_ids`` and no native ``question``;
+    results carry ``query_id``, ``hits_top_k`` and ``chunker_version``.
+    """
+    if not isinstance(first_object, dict):
+        return False
+    if role == "gold":
+        return _GOLD_KEYS <= first_object.keys() and "question" not in first_object
+    if role == "trace":
+        return _TRACE_KEYS <= first_object.keys()
+    return False
+
+
+def _golden_to_native(query: KbGoldenQuery) -> dict[str, Any]:
+    data = dict(query.model_extra or {})
+    data.update(
+        id=query.id,
+        question=query.query,
+        expected_chunk_ids=list(query.expected_chunk_ids),
+        expected_doc_ids=list(query.expected_doc_ids),
+        must_contain=list(query.must_contain),
+        forbidden=list(query.forbidden),
+        expected_behavior="abstain" if query.should_refuse else "answer",
+    )
+    if query.expected_chunk_spans:
+        data["expected_chunk_spans"] = [s.model_dump(mode="json") for s in query.expected_chunk_spans]
+    return data
+
+
+def _spans_json(spans: Sequence[SourceSpan]) -> list[list[int]]:
+    return [[s.start, s.end] for s in spans]
+
+
+def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
+    data = dict(result.model_extra or {})
+    data.pop("query", None)
+    answer = result.answer
+    retrieved = []
+    for rank, hit in enumerate(result.hits_top_k, start=1):
+        chunk = dict(hit.model_extra or {})
+        chunk.update(chunk_id=hit.chunk_id, doc_id=hit.doc_id, score=hit.score, rank=rank)
+        if hit.source_spans:
+            chunk["source_spans"] = _spans_json(hit.source_spans)
+        retrieved.append(chunk)
+    data.update(
+        query_id=result.query_id,
+        config_id=config_id,
+        question=(result.model_extra or {}).get("query"),
+        retrieved_chunks=retrieved,
+        context_chunks=[],  # kb-eval does not record what reached the prompt
+        answer=answer.text if answer else None,
+        citations=[{"chunk_id": c.chunk_id, "citation": c.citation}
+                   for c in (answer.citations if answer else []) if c.chunk_id is not None],
+        behavior=None if answer is None else ("answer" if answer.grounded else "abstain"),
+        grounded=None if answer is None else answer.grounded,
+        error=result.error,
+        versions={"chunking": result.chunker_version},
+        run_id=result.run_id,
+        chunker_version=result.chunker_version,
+    )
+    unresolved = [c.citation for c in (answer.citations if answer else []) if c.chunk_id is None]
+    if unresolved:
+        data["unresolved_citations"] = unresolved
+    if result.latency_ms is not None:
+        data["latency_ms"] = {"end_to_end": result.latency_ms}
+    return data
+
+
+def to_native(
+    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
+) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+    """Convert a kb-eval golden file and run results into native golden cases and traces.
+
+    Each results file is one run; its config id is ``config_id`` when given, else the run's
+    ``run_id``. Mapping: ``query`` -> ``question``; empty ``expected_doc_ids`` ->
+    ``expected_behavior: "abstain"``; ``hits_top_k`` -> ``retrieved_chunks`` (rank = position);
+    resolved answer citations -> ``citations`` (unresolved ones are kept in
+    ``unresolved_citations``); ``grounded`` -> ``behavior`` (``answer`` / ``abstain``, and kept
+    as ``grounded``); ``chunker_version`` -> ``versions["chunking"]``. Unknown fields are kept.
+
+    Raises :class:`InputError` naming file, line and field for any bad line, a duplicate id,
+    a result for an unknown query, or two files that map to the same config.
+    """
+    golden, gold_lines = _read_golden_lines(gold_path)
+    cases: dict[str, GoldenCase] = {}
+    problems: list[InputProblem] = []
+    for qid, query in golden.items():
+        try:
+            cases[qid] = GoldenCase.model_validate(_golden_to_native(query))
+        except ValidationError as exc:
+            problems.extend(validation_problems(Path(gold_path), gold_lines[qid], exc))
+    if problems:
+        raise InputError(problems)
+
+    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    config_source: dict[str, str] = {}
+    for path in trace_paths:
+        run, lines = _read_run_lines(path, golden)
+        cfg = config_id or run.run_id
+        if cfg in config_source:
+            raise InputError.one(path, None, "run_id",
+                                 f"config {cfg!r} is already used by {config_source[cfg]}; "
+                                 "give each run its own run_id (or convert it separately)")
+        config_source[cfg] = str(path)
+        per_case: dict[str, dict[int, Trace]] = {}
+        for qid, result in run.results.items():
+            try:
+                per_case[qid] = {0: Trace.model_validate(_result_to_native(result, cfg))}
+            except ValidationError as exc:
+                problems.extend(validation_problems(Path(path), lines[qid], exc))
+        traces[cfg] = per_case
+    if problems:
+        raise InputError(problems)
+    return cases, traces

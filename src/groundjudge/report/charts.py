@@ -1,0 +1,125 @@
+"""Small inline SVG charts for the HTML report: no scripts, no network, text escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
+
+
+def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[float | None]],
+                 *, width: int = 720, bar_h: int = 12) -> str:
+    """Horizontal bars in [0, 1]: one group per row, one bar per series."""
+    names = list(series)
+    row_h = bar_h * len(names) + 8
+    label_w, chart_w = 190, width - 190 - 60
+    height = 40 + row_h * len(groups) + 20
+    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
+    for i, name in enumerate(names):
+        x = label_w + i * 140
+        out.append(f'<rect x="{x}" y="24" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+                   f'<text x="{x + 14}" y="33" class="legend">{escape(name)}</text>')
+    for g, group in enumerate(groups):
+        y0 = 40 + g * row_h
+        out.append(f'<text x="{label_w - 6}" y="{y0 + row_h / 2 + 4}" text-anchor="end" class="label">'
+                   f'{escape(group[:28])}</text>')
+        for i, name in enumerate(names):
+            value = series[name][g]
+            y = y0 + i * bar_h
+            if value is None:
+                out.append(f'<text x="{label_w + 4}" y="{y + bar_h - 2}" class="na">n/a</text>')
+                continue
+            w = max(0.0, min(1.0, value)) * chart_w
+            out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
+                       f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(name)} {escape(group)}: {value:.3f}'
+                       f'</title></rect><text x="{label_w + w + 4:.1f}" y="{y + bar_h - 3}" class="value">'
+                       f'{value:.2f}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def delta_bars(title: str, deltas: Sequence[tuple[str, float]], *, width: int = 720) -> str:
+    """Signed bars around a zero line (B minus A)."""
+    row, label_w = 18, 190
+    half = (width - label_w - 60) / 2
+    zero = label_w + half
+    scale = max((abs(d) for _, d in deltas), default=1.0) or 1.0
+    height = 30 + row * len(deltas) + 10
+    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<text x="0" y="16" class="chart-title">{escape(title)}</text>',
+           f'<line x1="{zero}" y1="22" x2="{zero}" y2="{height - 4}" stroke="#888"/>']
+    for i, (name, d) in enumerate(deltas):
+        y = 26 + i * row
+        w = abs(d) / scale * half
+        x = zero if d >= 0 else zero - w
+        color = PALETTE[2] if d >= 0 else PALETTE[3]
+        out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end" class="label">{escape(name)}</text>'
+                   f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 5}" fill="{color}"/>'
+                   f'<text x="{(zero + w + 4) if d >= 0 else (zero - w - 4):.1f}" y="{y + 11}" class="value" '
+                   f'text-anchor="{"start" if d >= 0 else "end"}">{d:+.3f}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def confusion(title: str, labels: Sequence[object], matrix: Sequence[Sequence[int]]) -> str:
+    """A heat-mapped confusion matrix: rows the judge, columns the human."""
+    cell, pad = 38, 70
+    n = len(labels)
+    size = pad + cell * n + 10
+    top = max((v for row in matrix for v in row), default=1) or 1
+    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{size + 20}" height="{size + 30}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<text x="0" y="14" class="chart-title">{escape(title)}</text>',
+           f'<text x="{pad}" y="{size + 24}" class="legend">columns: human · rows: judge</text>']
+    for j, lab in enumerate(labels):
+        out.append(f'<text x="{pad + j * cell + cell / 2}" y="{pad - 6}" text-anchor="middle" class="label">'
+                   f'{escape(str(lab))}</text>')
+    for i, lab in enumerate(labels):
+        out.append(f'<text x="{pad - 6}" y="{pad + i * cell + cell / 2 + 4}" text-anchor="end" class="label">'
+                   f'{escape(str(lab))}</text>')
+        for j in range(n):
+            v = matrix[i][j] if i < len(matrix) and j < len(matrix[i]) else 0
+            shade = int(235 - 170 * v / top)
+            out.append(f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell - 2}" height="{cell - 2}" '
+                       f'fill="rgb({shade},{shade + 10 if shade < 245 else 245},255)"/>'
+                       f'<text x="{pad + j * cell + cell / 2}" y="{pad + i * cell + cell / 2 + 4}" '
+                       f'text-anchor="middle" class="value">{v}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def interval(title: str, rows: Sequence[tuple[str, float | None, float | None, float | None]],
+             *, width: int = 720, threshold: float | None = None) -> str:
+    """Point estimates with confidence intervals on [-1, 1] (kappa)."""
+    label_w, row = 190, 22
+    chart_w = width - label_w - 60
+    height = 30 + row * len(rows) + 16
+
+    def x(v: float) -> float:
+        return label_w + (max(-1.0, min(1.0, v)) + 1) / 2 * chart_w
+
+    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
+    for tick in (-1, -0.5, 0, 0.5, 1):
+        out.append(f'<line x1="{x(tick):.1f}" y1="22" x2="{x(tick):.1f}" y2="{height - 14}" stroke="#ddd"/>'
+                   f'<text x="{x(tick):.1f}" y="{height - 2}" text-anchor="middle" class="legend">{tick}</text>')
+    if threshold is not None:
+        out.append(f'<line x1="{x(threshold):.1f}" y1="22" x2="{x(threshold):.1f}" y2="{height - 14}" '
+                   f'stroke="{PALETTE[3]}" stroke-dasharray="4 3"/>')
+    for i, (name, k, lo, hi) in enumerate(rows):
+        y = 30 + i * row
+        out.append(f'<text x="{label_w - 6}" y="{y + 5}" text-anchor="end" class="label">{escape(name)}</text>')
+        if k is None:
+            out.append(f'<text x="{label_w + 4}" y="{y + 5}" class="na">undefined</text>')
+            continue
+        if lo is not None and hi is not None:
+            out.append(f'<line x1="{x(lo):.1f}" y1="{y}" x2="{x(hi):.1f}" y2="{y}" stroke="#333" stroke-width="2"/>')
+        out.append(f'<circle cx="{x(k):.1f}" cy="{y}" r="5" fill="{PALETTE[0]}"><title>{escape(name)}: kappa '
+                   f'{k:.3f}</title></circle><text x="{x(k) + 8:.1f}" y="{y - 6}" class="value">{k:.2f}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,121 @@
+"""``report.html``: one self-contained file (no CDN, no network) with charts and drill-downs.
+
+Every piece of text from the data (questions, chunks, answers, claims, ids) goes through
+Jinja's autoescaping; the charts escape their own labels; the only script sorts and filters
+the failed-case table and reads nothing from the data.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.case import ranking_of
+from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
+from groundjudge.report import charts
+from groundjudge.report.markdown import TAG_METRICS, headline_metrics
+
+VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad"}
+
+
+def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    """Split the answer into segments, marking each claim found verbatim (case-insensitive)."""
+    marks: list[tuple[int, int, str]] = []
+    low = answer.casefold()
+    for claim in claims:
+        text = claim["claim"].strip().rstrip(".")
+        start = low.find(text.casefold()) if text else -1
+        if start >= 0 and not any(s < start + len(text) and start < e for s, e, _ in marks):
+            marks.append((start, start + len(text), VERDICT_CLASS.get(claim["verdict"], "bad")))
+    segments, pos = [], 0
+    for s, e, cls in sorted(marks):
+        segments += [(answer[pos:s], None), (answer[s:e], cls)]
+        pos = e
+    segments.append((answer[pos:], None))
+    return [seg for seg in segments if seg[0]]
+
+
+def _case_views(doc: dict[str, Any], dataset: Dataset) -> list[dict[str, Any]]:
+    judge = doc.get("judge", {}).get("per_config", {})
+    views = []
+    for cfg in doc["configs"]:
+        for case_id, values in doc["per_config"][cfg]["per_case"].items():
+            case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
+            if trace is None:
+                continue
+            verdict = judge.get(cfg, {}).get("per_case", {}).get(case_id, {})
+            claims = verdict.get("claims", [])
+            ranking = ranking_of(trace)
+            scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
+            context_ids = [c.chunk_id for c in trace.context_chunks]
+            cited = [c.chunk_id for c in trace.citations]
+            failures = deterministic_failures(values)
+            views.append({
+                "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
+                "difficulty": case.difficulty or "", "question": case.question,
+                "expected": case.expected_answer or "", "expected_behavior": case.expected_behavior,
+                "observed_behavior": doc["per_config"][cfg]["case_details"][case_id]["observed_behavior"],
+                "failures": [DESCRIPTIONS[f] for f in failures],
+                "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
+                "faithfulness": (verdict.get("scores") or {}).get("faithfulness"),
+                "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
+                               "relevant": case.relevance.get(cid, 0) > 0, "in_context": cid in context_ids}
+                              for i, cid in enumerate(ranking[:10])],
+                "contexts": [{"id": c.chunk_id, "text": c.text if c.text is not None
+                              else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), "cited": c.chunk_id in cited}
+                             for c in trace.context_chunks],
+                "cited_outside": [{"id": cid, "text": dataset.corpus.text_of(cid) or "(no text)"}
+                                  for cid in cited if cid not in context_ids],
+                "answer": highlight(trace.answer or "", claims),
+                "claims": claims,
+                "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],
+            })
+    return views
+
+
+def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
+    configs = doc["configs"]
+    out: dict[str, Markup] = {}
+    tags = sorted({t for c in configs for t in doc["per_config"][c]["by_tag"]})
+    for metric in TAG_METRICS[:2] + ("behavior_correct",):
+        series = {c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
+                  for c in configs}
+        out[f"tag_{metric}"] = Markup(charts.grouped_bars(f"{metric} by tag", tags, series))
+    if len(configs) >= 2:
+        a, b = configs[0], configs[-1]
+        deltas = []
+        for m in headline_metrics(doc):
+            va = (doc["per_config"][a]["aggregate"].get(m) or {}).get("value")
+            vb = (doc["per_config"][b]["aggregate"].get(m) or {}).get("value")
+            if va is not None and vb is not None and abs(va) <= 1 and abs(vb) <= 1:
+                deltas.append((m, vb - va))
+        out["deltas"] = Markup(charts.delta_bars(f"metric deltas: {b} minus {a}", deltas))
+    calibration = doc.get("calibration")
+    if calibration:
+        rows = []
+        for criterion, stats in calibration["criteria"].items():
+            j = stats["judge_vs_human"]
+            rows.append((f"judge~human {criterion}", j["kappa"], j["ci_low"], j["ci_high"]))
+            for pair, inter in stats["inter_rater"].items():
+                rows.append((f"{pair} {criterion}", inter["kappa"], inter["ci_low"], inter["ci_high"]))
+            out[f"confusion_{criterion}"] = Markup(charts.confusion(
+                f"{criterion}: judge vs {calibration['primary_rater']}", j["labels"], j["confusion"]))
+        out["kappa"] = Markup(charts.interval("Cohen's kappa with 95% CI", rows,
+                                              threshold=doc["gates"]["rules"]["min_kappa"]))
+    return out
+
+
+def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
+    template = env.from_string(source)
+    cases = _case_views(doc, dataset)
+    return template.render(
+        doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        failed=[c for c in cases if c["failures"] or c["judge_status"] == "judge_error"
+                or any(cl["verdict"] != "supported" for cl in c["claims"])],
+    )
