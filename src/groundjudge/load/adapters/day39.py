@@ -1,0 +1,320 @@
+"""Read the day-39 eval runner's golden set and RAG outputs, and convert them to native contracts.
+
+The day-39 contract (a production RAG-evaluation lesson) is close to groundjudge's own, so the
+field names stay as they are. Golden line::
+
+    {"id": "api_002", "question": "...", "expected_answer": "...",
+     "expected_chunk_ids": ["product_api_docs:v2026-03:chunk_004"],
+     "relevance": {"product_api_docs:v2026-03:chunk_004": 3},
+     "must_cite": ["product_api_docs:v2026-03:chunk_004"], "difficulty": "easy",
+     "tags": ["api", "no-diacritic"], "expected_behavior": "answer",
+     "user_context": {"tenant_id": "company_a", "roles": ["developer"]}}
+
+Output line (one per query per config)::
+
+    {"query_id": "api_002", "config_id": "hybrid-rerank-v3", "question": "...",
+     "retrieved_chunks": [{"chunk_id": "...", "score": 0.91, "rank": 1}],
+     "context_chunks": [{"chunk_id": "...", "text_hash": "sha256:..."}],
+     "answer": "...", "citations": ["..."], "expected_behavior_observed": "answer",
+     "latency_ms": {"retrieve": 38, "end_to_end": 1548}, "tokens": {"prompt": 1840},
+     "cost_usd": 0.0028, "versions": {"index": "...", "prompt": "..."}}
+
+Defaults follow the runner: a missing (or null) list is empty, a missing ``relevance`` gives
+each expected chunk grade 3 (applied by the profile), ``difficulty`` defaults to ``unknown``,
+``expected_behavior`` to ``answer`` and ``config_id`` to ``unknown``. Stricter than the runner,
+and reported as input errors naming file, line and field: a chunk object without
+``chunk_id``, an ``expected_behavior`` outside the four the lesson defines, a grade outside
+0..3, a duplicate golden id, a duplicate (config, query) output and an output naming an
+unknown query (the runner double-counts the first two and stops on the third).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from groundjudge.contracts import Behavior, GoldenCase, Trace
+from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.load.records import read_records, validation_problems
+
+__all__ = [
+    "ChunkRef",
+    "Day39Golden",
+    "Day39Output",
+    "looks_like",
+    "read_golden",
+    "read_outputs",
+    "to_native",
+]
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Grade = Annotated[int, Field(ge=0, le=3)]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+def _null_to_empty(value: Any, empty: Any) -> Any:
+    return empty if value is None else value
+
+
+class Day39Golden(_Line):
+    """One golden case as the day-39 runner reads it."""
+
+    id: NonEmptyStr
+    question: NonEmptyStr
+    expected_answer: str = ""
+    expected_chunk_ids: list[NonEmptyStr] = Field(default_factory=list)
+    relevance: dict[str, Grade] = Field(default_factory=dict)
+    must_cite: list[NonEmptyStr] = Field(default_factory=list)
+    difficulty: str = "unknown"
+    tags: list[str] = Field(default_factory=list)
+    expected_behavior: Behavior = "answer"
+    user_context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("expected_chunk_ids", "must_cite", "tags", mode="before")
+    @classmethod
+    def _list_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, [])
+
+    @field_validator("relevance", "user_context", mode="before")
+    @classmethod
+    def _dict_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, {})
+
+    @field_validator("expected_answer", mode="before")
+    @classmethod
+    def _answer_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, "")
+
+    @field_validator("difficulty", mode="before")
+    @classmethod
+    def _difficulty_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, "unknown")
+
+    @property
+    def grades(self) -> dict[str, int]:
+        """The runner's NDCG grades: ``relevance`` as given, or 3 for each expected chunk when empty."""
+        return dict(self.relevance) if self.relevance else {cid: 3 for cid in self.expected_chunk_ids}
+
+
+class ChunkRef(_Line):
+    """A chunk named in an output: ``chunk_id`` plus whatever the pipeline logged about it."""
+
+    chunk_id: NonEmptyStr
+
+
+def _refs(value: Any) -> Any:
+    value = _null_to_empty(value, [])
+    if isinstance(value, list):
+        return [{"chunk_id": item} if isinstance(item, str) else item for item in value]
+    return value
+
+
+class Day39Output(_Line):
+    """One RAG output line: what one config did for one golden case."""
+
+    query_id: NonEmptyStr
+    config_id: NonEmptyStr = "unknown"
+    question: str | None = None
+    retrieved_chunks: list[ChunkRef] = Field(default_factory=list)
+    context_chunks: list[ChunkRef] = Field(default_factory=list)
+    answer: str | None = None
+    citations: list[ChunkRef] = Field(default_factory=list)
+    expected_behavior_observed: Behavior | None = None
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    tokens: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = Field(default=None, ge=0)
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("retrieved_chunks", "context_chunks", "citations", mode="before")
+    @classmethod
+    def _ids_as_refs(cls, value: Any) -> Any:
+        return _refs(value)
+
+    @field_validator("config_id", mode="before")
+    @classmethod
+    def _config_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, "unknown")
+
+    @field_validator("latency_ms", "tokens", "versions", mode="before")
+    @classmethod
+    def _dict_or_null(cls, value: Any) -> Any:
+        return _null_to_empty(value, {})
+
+    @property
+    def retrieved_ids(self) -> list[str]:
+        return [c.chunk_id for c in self.retrieved_chunks]
+
+    @property
+    def context_ids(self) -> list[str]:
+        return [c.chunk_id for c in self.context_chunks]
+
+    @property
+    def citation_ids(self) -> list[str]:
+        return [c.chunk_id for c in self.citations]
+
+
+def _read_golden_lines(path: str | Path) -> tuple[dict[str, Day39Golden], dict[str, int]]:
+    cases: dict[str, Day39Golden] = {}
+    first_line: dict[str, int] = {}
+    problems: list[InputProblem] = []
+    for line, case in read_records(path, Day39Golden):
+        if case.id in cases:
+            problems.append(InputProblem(str(path), line, "id",
+                                         f"duplicate case id {case.id!r} (first on line {first_line[case.id]})"))
+            continue
+        cases[case.id] = case
+        first_line[case.id] = line
+    if problems:
+        raise InputError(problems)
+    return cases, first_line
+
+
+def read_golden(path: str | Path) -> dict[str, Day39Golden]:
+    """Golden cases by id, in file order. Raises :class:`InputError` on a bad line or a duplicate id."""
+    return _read_golden_lines(path)[0]
+
+
+def _read_output_lines(
+    paths: Sequence[str | Path], golden: Mapping[str, Day39Golden]
+) -> list[tuple[Path, int, Day39Output]]:
+    rows: list[tuple[Path, int, Day39Output]] = []
+    seen: dict[tuple[str, str], str] = {}
+    problems: list[InputProblem] = []
+    for raw_path in paths:
+        path = Path(raw_path)
+        for line, output in read_records(path, Day39Output):
+            key = (output.config_id, output.query_id)
+            if output.query_id not in golden:
+                problems.append(InputProblem(str(path), line, "query_id",
+                                             f"unknown case {output.query_id!r}: not in the golden set"))
+            elif key in seen:
+                problems.append(InputProblem(str(path), line, "query_id",
+                                             f"duplicate output for case {output.query_id!r} config "
+                                             f"{output.config_id!r} (first at {seen[key]})"))
+            else:
+                seen[key] = f"{path}:{line}"
+                rows.append((path, line, output))
+    if problems:
+        raise InputError(problems)
+    return rows
+
+
+def read_outputs(paths: Sequence[str | Path], golden: Mapping[str, Day39Golden]) -> list[Day39Output]:
+    """Every output line of ``paths``, in order. Raises :class:`InputError` naming file, line and field."""
+    return [output for _, _, output in _read_output_lines(paths, golden)]
+
+
+_GOLD_KEYS = frozenset({"id", "question", "expected_chunk_ids"})
+_TRACE_KEYS = frozenset({"query_id", "retrieved_chunks"})
+# Fields only the day-39 contract uses; without one of them a line is indistinguishable from a
+# native one, and reading it as native loses nothing.
+_TRACE_MARKERS = frozenset({"expected_behavior_observed", "query_rewrite", "reranked_chunks"})
+
+
+def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
+    """True when ``first_object`` carries a day-39-only marker for ``role``.
+
+    The day-39 contract shares its field names with the native one, so only its own markers
+    decide: a golden case whose ``user_context`` names ``tenant_id`` (native: ``tenant``); an
+    output with ``expected_behavior_observed``, ``query_rewrite`` or ``reranked_chunks``.
+    """
+    if not isinstance(first_object, dict):
+        return False
+    if role == "gold":
+        context = first_object.get("user_context")
+        return _GOLD_KEYS <= first_object.keys() and isinstance(context, dict) and "tenant_id" in context
+    if role == "trace":
+        return _TRACE_KEYS <= first_object.keys() and bool(_TRACE_MARKERS & first_object.keys())
+    return False
+
+
+def _golden_to_native(case: Day39Golden) -> dict[str, Any]:
+    data = dict(case.model_extra or {})
+    user = dict(case.user_context)
+    if "tenant_id" in user and "tenant" not in user:
+        user["tenant"] = user["tenant_id"]
+    data.update(
+        id=case.id,
+        question=case.question,
+        expected_answer=case.expected_answer or None,
+        expected_chunk_ids=list(case.expected_chunk_ids),
+        relevance=dict(case.relevance),
+        must_cite=list(case.must_cite),
+        difficulty=None if case.difficulty == "unknown" else case.difficulty,
+        tags=list(case.tags),
+        expected_behavior=case.expected_behavior,
+        user_context=user or None,
+    )
+    return data
+
+
+def _output_to_native(output: Day39Output, config_id: str) -> dict[str, Any]:
+    def dump(refs: list[ChunkRef]) -> list[dict[str, Any]]:
+        return [ref.model_dump() for ref in refs]
+
+    data = dict(output.model_extra or {})
+    data.update(
+        query_id=output.query_id,
+        config_id=config_id,
+        question=output.question,
+        retrieved_chunks=dump(output.retrieved_chunks),
+        context_chunks=dump(output.context_chunks),
+        answer=output.answer,
+        citations=dump(output.citations),
+        behavior=output.expected_behavior_observed,
+        expected_behavior_observed=output.expected_behavior_observed,
+        latency_ms=dict(output.latency_ms),
+        tokens=dict(output.tokens),
+        cost_usd=output.cost_usd,
+        versions=dict(output.versions),
+    )
+    return data
+
+
+def to_native(
+    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
+) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+    """Convert a day-39 golden file and output files into native golden cases and traces.
+
+    Field names are kept; ``user_context.tenant_id`` also becomes ``tenant``, an empty
+    ``expected_answer`` becomes null, ``expected_behavior_observed`` becomes ``behavior``
+    (and is kept). ``config_id``, when given, replaces every output's own config id.
+    Raises :class:`InputError` naming file, line and field.
+    """
+    golden, gold_lines = _read_golden_lines(gold_path)
+    cases: dict[str, GoldenCase] = {}
+    problems: list[InputProblem] = []
+    for cid, case in golden.items():
+        try:
+            cases[cid] = GoldenCase.model_validate(_golden_to_native(case))
+        except ValidationError as exc:
+            problems.extend(validation_problems(Path(gold_path), gold_lines[cid], exc))
+    if problems:
+        raise InputError(problems)
+
+    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    seen: dict[tuple[str, str], str] = {}
+    for path, line, output in _read_output_lines(trace_paths, golden):
+        cfg = config_id or output.config_id
+        key = (cfg, output.query_id)
+        if key in seen:
+            problems.append(InputProblem(str(path), line, "query_id",
+                                         f"duplicate output for case {output.query_id!r} config {cfg!r} "
+                                         f"(first at {seen[key]})"))
+            continue
+        seen[key] = f"{path}:{line}"
+        try:
+            trace = Trace.model_validate(_output_to_native(output, cfg))
+        except ValidationError as exc:
+            problems.extend(validation_problems(path, line, exc))
+            continue
+        traces.setdefault(cfg, {})[output.query_id] = {0: trace}
+    if problems:
+        raise InputError(problems)
+    return cases, traces

@@ -1,0 +1,249 @@
+"""Adapter for WFGY chunking-eval gold sets and retriever traces (SPEC 3.5).
+
+Gold line::
+
+    {"qid": "Q-0137", "paraphrases": ["...", "...", "..."],
+     "relevant": ["S.4.2.p.Bk011a", "S.4.2.p.Bk011b"], "anchor_section": "S.4.2",
+     "negatives": ["S.4.1.p.Bk010"]}
+
+Trace line (one per run of one paraphrase against one index)::
+
+    {"qid": "Q-0137", "query": "...",
+     "topk": [{"id": "S.4.2.p.Bk011a", "score": 0.83, "offsets": [204611, 205279], "type": "prose"}],
+     "answer_citations": [{"id": "S.4.2.p.Bk011a", "offsets": [204611, 204790]}],
+     "ΔS": [0.31], "λ_state": "→", "index_hash": "faiss:v3:hnsw:cos"}
+
+Block ids are canonical ids such as ``S.4.2.p.Bk011a``; a block's section id is the prefix
+before ``.p.`` (``S.4.2``). Offsets are byte offsets ``[start, end)`` in the normalised
+canonical text. The gold shape the WFGY page shows carries no offsets, but the page asks to
+"store byte offsets"; a gold line may do so in ``gold_offsets`` (block id -> ``[start, end]``),
+which citation accuracy needs. ``ΔS`` (also spelled with the increment sign ``∆S``, or
+``delta_s``) holds one semantic distance per ``topk`` item, in the same order.
+
+A qid may have several trace lines: one per paraphrase and seed (the page runs "each
+paraphrase against the shadow index"). Conversion to the native contracts:
+
+- gold: ``qid`` -> ``id``; the first paraphrase -> ``question`` and the others ->
+  ``paraphrases``; ``relevant`` -> ``expected_chunk_ids`` (grade 3); ``anchor_section``,
+  ``negatives`` and ``gold_offsets`` are kept as extra fields.
+- trace: ``qid`` -> ``query_id``; ``query`` -> ``question``; ``topk`` -> ``retrieved_chunks``
+  (``chunk_id``, ``score``, ``offsets``, ``type``, ``rank`` from the order); ``answer_citations``
+  -> ``citations`` with offsets; ``ΔS`` and ``λ_state`` are kept as extra fields. The runs of a
+  qid are numbered as native paraphrase indexes: runs whose query is the n-th gold paraphrase
+  come in gold order, runs of any other query after them, file order breaking ties; index 0 is
+  the primary trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets, Trace
+from groundjudge.load.adapters.wfgy import config_ids_for
+from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.load.records import read_records, validation_problems
+
+__all__ = [
+    "FORMAT_NAME",
+    "AnswerCitation",
+    "ChunkingGold",
+    "ChunkingTrace",
+    "TopkItem",
+    "looks_like",
+    "read_gold",
+    "read_traces",
+    "to_native",
+]
+
+FORMAT_NAME = "wfgy-chunking"
+
+
+def _none_as_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+
+class ChunkingGold(_Record):
+    """One line of a WFGY chunking gold set."""
+
+    qid: NonEmptyStr
+    paraphrases: list[NonEmptyStr] = Field(min_length=1)
+    relevant: list[NonEmptyStr]
+    anchor_section: NonEmptyStr | None = None
+    negatives: list[NonEmptyStr] = Field(default_factory=list)
+    gold_offsets: dict[str, Offsets] = Field(default_factory=dict)
+
+    _empty_lists = field_validator("negatives", mode="before")(_none_as_empty)
+
+    @field_validator("gold_offsets", mode="before")
+    @classmethod
+    def _no_offsets(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class TopkItem(_Record):
+    id: NonEmptyStr
+    score: float | None = None
+    offsets: Offsets | None = None
+    type: ContentType | None = None
+
+
+class AnswerCitation(_Record):
+    id: NonEmptyStr
+    offsets: Offsets | None = None
+
+
+class ChunkingTrace(_Record):
+    """One retriever trace: one query (a paraphrase) of one qid against one index."""
+
+    qid: NonEmptyStr
+    query: str | None = None
+    topk: list[TopkItem] = Field(default_factory=list)
+    answer_citations: list[AnswerCitation] = Field(default_factory=list)
+    delta_s: list[float] | None = Field(default=None, validation_alias=AliasChoices("ΔS", "∆S", "delta_s"))
+    lambda_state: str | None = Field(default=None, validation_alias=AliasChoices("λ_state", "lambda_state"))
+
+    _empty_lists = field_validator("topk", "answer_citations", mode="before")(_none_as_empty)
+
+    @model_validator(mode="after")
+    def _delta_s_per_item(self) -> ChunkingTrace:
+        if self.delta_s is not None and len(self.delta_s) != len(self.topk):
+            raise ValueError(f"ΔS has {len(self.delta_s)} values for {len(self.topk)} topk items; "
+                             "give one distance per topk item, in the same order")
+        return self
+
+    @property
+    def ids(self) -> list[str]:
+        return [item.id for item in self.topk]
+
+
+def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> bool:
+    """Whether the first object of a file is a WFGY chunking gold line or trace line."""
+    if not isinstance(first_object, dict) or "qid" not in first_object:
+        return False
+    if role == "gold":
+        return "relevant" in first_object and ("paraphrases" in first_object or "anchor_section" in first_object)
+    if role == "trace":
+        return isinstance(first_object.get("topk"), list)
+    return False
+
+
+def read_gold(path: str | Path) -> list[tuple[int, ChunkingGold]]:
+    """Read a WFGY chunking gold file; bad lines and repeated qids raise :class:`InputError`."""
+    records = read_records(path, ChunkingGold)
+    first: dict[str, int] = {}
+    problems: list[InputProblem] = []
+    for line, gold in records:
+        if gold.qid in first:
+            problems.append(InputProblem(str(path), line, "qid",
+                                         f"duplicate qid {gold.qid!r} (first on line {first[gold.qid]})"))
+        else:
+            first[gold.qid] = line
+    if problems:
+        raise InputError(problems)
+    return records
+
+
+def read_traces(path: str | Path) -> list[tuple[int, ChunkingTrace]]:
+    """Read a WFGY chunking trace file, every line (several per qid are normal)."""
+    return read_records(path, ChunkingTrace)
+
+
+def _merge_extras(mapped: dict[str, Any], extras: dict[str, Any] | None) -> dict[str, Any]:
+    data = dict(mapped)
+    for key, value in (extras or {}).items():
+        data[f"wfgy_{key}" if key in mapped else key] = value
+    return data
+
+
+def _pair(offsets: Offsets | None) -> list[int] | None:
+    return None if offsets is None else [offsets.start, offsets.end]
+
+
+def _native_case(gold: ChunkingGold) -> dict[str, Any]:
+    mapped: dict[str, Any] = {
+        "id": gold.qid,
+        "question": gold.paraphrases[0],
+        "paraphrases": list(gold.paraphrases[1:]),
+        "expected_chunk_ids": list(gold.relevant),
+        "anchor_section": gold.anchor_section,
+        "negatives": list(gold.negatives),
+    }
+    if gold.gold_offsets:
+        mapped["gold_offsets"] = {bid: _pair(off) for bid, off in gold.gold_offsets.items()}
+    return _merge_extras(mapped, gold.model_extra)
+
+
+def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str, Any]:
+    retrieved = [
+        _merge_extras({"chunk_id": item.id, "score": item.score, "offsets": _pair(item.offsets),
+                       "type": item.type, "rank": rank}, item.model_extra)
+        for rank, item in enumerate(trace.topk, start=1)
+    ]
+    citations = [_merge_extras({"chunk_id": c.id, "offsets": _pair(c.offsets)}, c.model_extra)
+                 for c in trace.answer_citations]
+    mapped: dict[str, Any] = {
+        "query_id": trace.qid,
+        "config_id": config_id,
+        "question": trace.query,
+        "paraphrase": index,
+        "retrieved_chunks": retrieved,
+        "citations": citations,
+    }
+    if trace.delta_s is not None:
+        mapped["ΔS"] = list(trace.delta_s)
+    if trace.lambda_state is not None:
+        mapped["λ_state"] = trace.lambda_state
+    return _merge_extras(mapped, trace.model_extra)
+
+
+def to_native(
+    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
+) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+    """Read WFGY chunking gold and trace files and convert them to native cases and traces.
+
+    Each trace file is one config (one index), named by ``config_id`` when given, else by the
+    file's stem (``trace``, ``trace_live``). A trace naming a qid that is not in the gold set is
+    an input error. Every trace line is kept: the runs of a qid become its paraphrase traces
+    (see the module docstring for the numbering).
+    """
+    problems: list[InputProblem] = []
+    golds: dict[str, ChunkingGold] = {}
+    cases: dict[str, GoldenCase] = {}
+    for line, gold in read_gold(gold_path):
+        golds[gold.qid] = gold
+        try:
+            cases[gold.qid] = GoldenCase.model_validate(_native_case(gold))
+        except ValidationError as exc:
+            problems.extend(validation_problems(Path(gold_path), line, exc))
+    names = [config_id] * len(trace_paths) if config_id else config_ids_for(trace_paths)
+    runs: dict[str, dict[str, list[tuple[Path, int, ChunkingTrace]]]] = {}
+    for path, name in zip(trace_paths, names):
+        for line, trace in read_traces(path):
+            if trace.qid not in golds:
+                problems.append(InputProblem(str(path), line, "qid",
+                                             f"unknown qid {trace.qid!r}: not in the gold set {gold_path}"))
+                continue
+            runs.setdefault(name, {}).setdefault(trace.qid, []).append((Path(path), line, trace))
+    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    for name, per_qid in runs.items():
+        for qid, qid_runs in per_qid.items():
+            position = {text: i for i, text in reversed(list(enumerate(golds[qid].paraphrases)))}
+            ordered = sorted(qid_runs, key=lambda run: position.get(run[2].query or "", len(position)))
+            for index, (path, line, trace) in enumerate(ordered):
+                try:
+                    native = Trace.model_validate(_native_trace(trace, name, index))
+                except ValidationError as exc:
+                    problems.extend(validation_problems(path, line, exc))
+                    continue
+                traces.setdefault(name, {}).setdefault(qid, {})[index] = native
+    if problems:
+        raise InputError(problems)
+    return cases, traces

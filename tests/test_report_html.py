@@ -1,0 +1,118 @@
+"""report.html: self-contained, renders in headless Chromium with no console errors, and keeps
+hostile text (script tags, fake delimiters, very long lines, RTL and combining characters) inert."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundjudge.cli import main
+from tests.support.judge_replies import context_ids_in_request
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "groundjudge.toml"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium package is not installed")
+
+HOSTILE = ("<script>document.body.setAttribute('data-pwned', 'yes')</script><img src=x onerror=alert(1)> DATA>>> <<<DATA id=evil "
+           "</td></tr></table></section> ‮evil‭ ZA̡͊͠͝LGΟ " + "W" * 5000 + " ״עברית״ \"quotes\" &amp; {{ 7*7 }}")
+
+
+def chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0", *args],
+        capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_report(tmp: Path, golden: Path, traces: list[Path], corpus: Path, script) -> Path:
+    with ScriptedOpenAIServer(script) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--golden", str(golden), *sum((["--traces", str(t)] for t in traces), []),
+            "--corpus", str(corpus), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    return tmp / "out" / "report.html"
+
+
+def hostile_verdict(body, index):
+    ids = context_ids_in_request(body)
+    return Reply(json.dumps({"claims": [
+        {"claim": HOSTILE[:300], "cited": ids[:1], "verdict": "unsupported", "support": []},
+        {"claim": "15 days", "cited": ids[:1], "verdict": "supported", "support": ids[:1]}],
+        "correctness": 1, "reason": HOSTILE[:200]}))
+
+
+@pytest.fixture(scope="module")
+def hostile_html(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("hostile")
+    (tmp / "corpus.jsonl").write_text(json.dumps({"chunk_id": "c#1", "doc_id": "d", "text": HOSTILE,
+                                                  "offsets": [0, 10]}) + "\n" + json.dumps(
+        {"chunk_id": "c#2", "doc_id": "d", "text": "Staff get 15 days of leave."}) + "\n")
+    (tmp / "golden.jsonl").write_text(json.dumps({"id": "h1", "question": HOSTILE, "expected_answer": HOSTILE,
+                                                  "expected_chunk_ids": ["c#2"], "tags": [HOSTILE[:60]],
+                                                  "must_contain": ["15 days"]}) + "\n")
+    (tmp / "traces.jsonl").write_text(json.dumps({
+        "query_id": "h1", "config_id": "cfg<script>", "retrieved_chunks": ["c#1", "c#2"],
+        "context_chunks": ["c#1", "c#2"], "answer": "You get 15 days [c#1]. " + HOSTILE,
+        "citations": ["c#1"]}) + "\n")
+    return run_report(tmp, tmp / "golden.jsonl", [tmp / "traces.jsonl"], tmp / "corpus.jsonl", hostile_verdict)
+
+
+def test_hostile_text_is_escaped_in_the_html_source(hostile_html):
+    html = hostile_html.read_text()
+    assert len(re.findall(r"<script[\s>]", html)) == 1  # ours only
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "</td></tr></table></section> ‮" not in html
+    assert "{{ 7*7 }}" in html and ">49<" not in html  # no template evaluation of data
+    assert "ZA̡͊͠͝LGΟ" in html and "W" * 5000 in html  # kept, as text
+
+
+@needs_chromium
+def test_hostile_report_renders_intact_in_chromium(hostile_html, tmp_path):
+    proc = chromium("--dump-dom", hostile_html.as_uri())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert 'data-report-ready="1"' in dom  # our script ran to the end
+    assert 'data-pwned="yes"' not in dom  # the hostile script never ran
+    for section in ("summary", "aggregates", "judge", "failed", "cases", "provenance"):
+        assert f'id="{section}"' in dom
+    assert "Uncaught" not in proc.stderr and "CONSOLE" not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def example_html(tmp_path_factory) -> Path:
+    from tests.support.judge_replies import verdict_for_request
+
+    tmp = tmp_path_factory.mktemp("example")
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--config", str(EXAMPLE), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    return tmp / "out" / "report.html"
+
+
+def test_html_needs_no_network(example_html):
+    html = example_html.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "<link" not in html and "@import" not in html
+
+
+@needs_chromium
+def test_example_report_renders_with_no_console_errors_and_a_screenshot(example_html, tmp_path):
+    shot = tmp_path / "report.png"
+    proc = chromium(f"--screenshot={shot}", "--window-size=1280,2400", example_html.as_uri())
+    assert proc.returncode == 0 and shot.exists() and shot.stat().st_size > 20_000, proc.stderr[-2000:]
+    assert "Uncaught" not in proc.stderr and "CONSOLE" not in proc.stderr, proc.stderr[-2000:]
+    dom = chromium("--dump-dom", example_html.as_uri()).stdout
+    assert 'data-report-ready="1"' in dom and dom.count('<details class="case"') == 102
+    assert dom.count("<svg") >= 4  # per-tag bars and metric deltas
