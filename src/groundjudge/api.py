@@ -33,7 +33,7 @@ from groundjudge.report.judge_section import judge_document, render_judge_markdo
 from groundjudge.report.markdown import render_markdown
 from groundjudge.report.metrics_json import metrics_document
 from groundjudge.report.trec_json import trec_document
-from groundjudge.select import SelectSettings, Selection, select_cases
+from groundjudge.select import SelectSettings, Selection, judge_item, select_cases
 
 PACKAGE_RUBRICS = Path(__file__).resolve().parents[2] / "rubrics"
 
@@ -238,7 +238,8 @@ def write_run_reports(result: RunResult, out_dir: Path, *, junit: Path | None = 
 
 def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
               judge_name: str | None = None, primary_rater: str | None = None, seed: int = 0,
-              target_width: float = 0.2) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+              target_width: float = 0.2, position_probe: dict[str, Any] | None = None,
+              ) -> tuple[dict[str, Any], Path, dict[str, Any]]:
     """Join judge verdicts with human labels, write the calibration record, report trust."""
     from groundjudge.calibrate.record import build_record, write_record
     from groundjudge.calibrate.trust import trust_status
@@ -263,6 +264,8 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
         raise InputError.one(where, None, "primary-rater", f"no labels from {primary_rater!r}; have {sorted(humans)}")
     record = build_record(items, judge_prov, humans, primary_rater=primary_rater, seed=seed,
                           target_width=target_width)
+    if position_probe is not None:
+        record["position_probe"] = position_probe
     path = write_record(record, config.trust.records_dir)
     t = config.trust
     rules = TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
@@ -315,3 +318,48 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
                                strict_chunker_version=strict_chunker_version, seed=seed)
     except ChunkerMismatch as exc:
         raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
+
+
+def position_probe(config: Config, report_path: Path, *, base_url: str, model: str,
+                   progress: Any = None) -> dict[str, Any]:
+    """Re-judge the labelled, judged cases with their context order reversed; count verdict flips.
+
+    A judge whose verdicts depend on where a chunk sits in the prompt is less trustworthy than
+    its kappa suggests. Each flip rate is over the items judged both ways.
+    """
+    import dataclasses
+
+    from groundjudge.calibrate.verdicts import CRITERIA, items_from_judge_section, verdicts_from_report
+
+    items, prov = verdicts_from_report(report_path)
+    if prov["model"] != model:
+        raise InputError.one(report_path, None, "judge.provenance.model",
+                             f"report was judged by {prov['model']!r}, the probe would use {model!r}")
+    humans = load_labels(config.inputs.labels) if config.inputs.labels else {}
+    labelled = {k for k in items if any(lookup(h, k) is not None for h in humans.values())} if humans else set(items)
+    dataset = load_inputs(config)
+    probe_items = []
+    for case_id, config_id in sorted(labelled):
+        trace = dataset.trace(config_id, case_id)
+        if trace is None:
+            continue
+        item, _ = judge_item(dataset, trace)
+        if item is not None and len(item.contexts) > 1:
+            probe_items.append(dataclasses.replace(item, contexts=tuple(reversed(item.contexts))))
+    rubric = rubric_for(config)
+    if rubric.content_hash != prov["rubric"]["hash"]:
+        raise InputError.one(report_path, None, "judge.provenance.rubric", "report was judged with another rubric")
+    selections = [Selection(i.case_id, i.config_id, True, "position probe", 0, i) for i in probe_items]
+    outcomes, totals, _, _ = judge_selected(config, rubric, selections, base_url, model, progress)
+    reversed_items, _ = items_from_judge_section({"per_config": {
+        cfg: {"per_case": {o.case_id: {"status": o.status, "scores": o.scores.model_dump() if o.scores else None,
+                                       "claims": []} for o in outcomes if o.config_id == cfg}}
+        for cfg in {o.config_id for o in outcomes}}, "provenance": prov})
+    result: dict[str, Any] = {"items_probed": len(probe_items), "judged_both_ways": len(reversed_items),
+                              "requests": totals.requests}
+    for criterion in CRITERIA:
+        pairs = [(items[k].labels[criterion], v.labels[criterion]) for k, v in reversed_items.items()
+                 if items[k].labels[criterion] is not None and v.labels[criterion] is not None]
+        flips = sum(1 for a, b in pairs if a != b)
+        result[criterion] = {"n": len(pairs), "flips": flips, "flip_rate": flips / len(pairs) if pairs else None}
+    return result

@@ -146,15 +146,33 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--target-width", type=float, default=0.2, show_default=True, help="Wanted CI width for kappa.")
 @click.option("--records-dir", type=click.Path(path_type=Path), help="Where records go (default calibration/records).")
+@click.option("--position-probe", is_flag=True,
+              help="Also re-judge the labelled cases with the context order reversed and report the flip rate.")
+@click.option("--judge-base-url", help="For --position-probe: the judge (unset: the embedded judge).")
+@click.option("--judge-model", help="For --position-probe: the pinned judge model id.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="For --position-probe: the judge cache.")
 def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path | None, judge_name: str | None,
               labels: tuple[Path, ...], primary_rater: str | None, seed: int, target_width: float,
-              records_dir: Path | None) -> None:
+              records_dir: Path | None, position_probe: bool, judge_base_url: str | None,
+              judge_model: str | None, cache_dir: Path | None) -> None:
     """Compare judge verdicts with human labels; write a calibration record; show trust."""
-    config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir})
+    config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir,
+                                              "judge.base_url": judge_base_url, "judge.model": judge_model,
+                                              "cache.dir": cache_dir})
+    probe = None
+    if position_probe:
+        if report_path is None:
+            raise InputError.one(config.source or "command line", None, "position-probe", "needs --report")
+        config = api.for_embedded_judge(config)
+        with judge_endpoint(config) as (base_url, model), JudgeProgress(False) as progress:
+            probe = api.position_probe(config, report_path, base_url=base_url, model=model, progress=progress)
     record, path, trust = api.calibrate(config, report_path=report_path, verdicts_path=verdicts,
                                         judge_name=judge_name, primary_rater=primary_rater, seed=seed,
-                                        target_width=target_width)
+                                        target_width=target_width, position_probe=probe)
     print_calibration(record, trust)
+    if probe is not None:
+        click.echo("position probe (context order reversed): " + ", ".join(
+            f"{c}: {p['flips']}/{p['n']} flipped" for c, p in probe.items() if isinstance(p, dict)))
     click.echo(f"wrote {path}")
 
 

@@ -58,20 +58,15 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     out += _table(["metric", *configs],
                   [[m, *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
-    out += ["", "## By tag", ""]
-    for cfg in configs:
-        by_tag = doc["per_config"][cfg]["by_tag"]
-        metrics = [m for m in TAG_METRICS if any(m in s for s in by_tag.values())]
-        out += [f"### `{cfg}`", ""]
-        out += _table(["tag", *metrics], [[tag, *(fmt(s.get(m)) for m in metrics)] for tag, s in by_tag.items()])
-        out.append("")
-    out += ["## By difficulty", ""]
-    for cfg in configs:
-        by_diff = doc["per_config"][cfg]["by_difficulty"]
-        metrics = [m for m in TAG_METRICS if any(m in s for s in by_diff.values())]
-        out += [f"### `{cfg}`", ""]
-        out += _table(["difficulty", *metrics], [[d, *(fmt(s.get(m)) for m in metrics)] for d, s in by_diff.items()])
-        out.append("")
+    for title, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
+        out += ["", f"## {title}", ""]
+        for cfg in configs:
+            groups = doc["per_config"][cfg][key]
+            metrics = [m for m in TAG_METRICS if any(m in s for s in groups.values())]
+            out += [f"### `{cfg}`", ""]
+            out += _table([column, *metrics], [[g, *(fmt(s.get(m)) for m in metrics)] for g, s in groups.items()])
+            out.append("")
+    out.append("")
     out += ["## Failed cases (deterministic checks)", ""]
     rows = []
     for cfg in configs:

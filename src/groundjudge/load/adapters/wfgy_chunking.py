@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets, Trace
 from groundjudge.load.adapters.wfgy import config_ids_for
@@ -112,12 +112,14 @@ class ChunkingTrace(_Record):
 
     _empty_lists = field_validator("topk", "answer_citations", mode="before")(_none_as_empty)
 
-    @model_validator(mode="after")
-    def _delta_s_per_item(self) -> ChunkingTrace:
-        if self.delta_s is not None and len(self.delta_s) != len(self.topk):
-            raise ValueError(f"ΔS has {len(self.delta_s)} values for {len(self.topk)} topk items; "
+    @field_validator("delta_s")
+    @classmethod
+    def _delta_s_per_item(cls, value: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        topk = info.data.get("topk")
+        if value is not None and topk is not None and len(value) != len(topk):
+            raise ValueError(f"has {len(value)} values for {len(topk)} topk items; "
                              "give one distance per topk item, in the same order")
-        return self
+        return value
 
     @property
     def ids(self) -> list[str]:
