@@ -150,6 +150,12 @@ def test_citation_coverage_counts_only_grounded_answers():
     assert aggregate(g, only_refusals)["citation_coverage"] is None
 
 
+def test_citation_coverage_counts_a_grounded_answer_without_citations_as_covered():
+    # "every citation resolves" holds vacuously when there is none, as the seed words it.
+    g = golden({"id": "q"})
+    assert aggregate(g, run({"query_id": "q", "hits_top_k": [], "answer": answer()}))["citation_coverage"] == 1.0
+
+
 def test_groundedness_is_false_when_a_forbidden_string_appears():
     g = golden({"id": "q", "must_contain": ["12 days"], "forbidden": ["20 days"]})
     good = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get 12 DAYS of leave.")})

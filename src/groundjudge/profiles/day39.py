@@ -335,9 +335,13 @@ def report(
         "release_gate": gate_results,
         "gates": dict(gates),
         "exit_code": 1 if any(not g["passed"] for g in gate_results.values()) else 0,
-        "missing_outputs": {cfg: [cid for cid in golden if cid not in {r["query_id"] for r in results[cfg]}]
-                            for cfg in configs},
+        "missing_outputs": {cfg: _missing(golden, results[cfg]) for cfg in configs},
     }
+
+
+def _missing(golden: Mapping[str, Day39Golden], rows: Sequence[Row]) -> list[str]:
+    scored = {row["query_id"] for row in rows}
+    return [cid for cid in golden if cid not in scored]
 
 
 def _fmt(value: float | None) -> str:

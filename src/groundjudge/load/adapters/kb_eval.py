@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 from groundjudge.contracts import GoldenCase, Trace
 from groundjudge.load.errors import InputError, InputProblem
@@ -85,6 +85,10 @@ class SourceSpan(BaseModel):
         if self.end < self.start:
             raise ValueError(f"span end {self.end} is before start {self.start}")
         return self
+
+    @model_serializer
+    def _as_pair(self) -> list[int]:
+        return [self.start, self.end]
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -262,12 +266,8 @@ def _golden_to_native(query: KbGoldenQuery) -> dict[str, Any]:
         expected_behavior="abstain" if query.should_refuse else "answer",
     )
     if query.expected_chunk_spans:
-        data["expected_chunk_spans"] = [s.model_dump(mode="json") for s in query.expected_chunk_spans]
+        data["expected_chunk_spans"] = [s.model_dump() for s in query.expected_chunk_spans]
     return data
-
-
-def _spans_json(spans: Sequence[SourceSpan]) -> list[list[int]]:
-    return [[s.start, s.end] for s in spans]
 
 
 def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
@@ -279,7 +279,7 @@ def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
         chunk = dict(hit.model_extra or {})
         chunk.update(chunk_id=hit.chunk_id, doc_id=hit.doc_id, score=hit.score, rank=rank)
         if hit.source_spans:
-            chunk["source_spans"] = _spans_json(hit.source_spans)
+            chunk["source_spans"] = [span.model_dump() for span in hit.source_spans]
         retrieved.append(chunk)
     data.update(
         query_id=result.query_id,
