@@ -309,7 +309,7 @@ def score_run(
         recall={n: recall_at(ids, relevant, n) for n in ks},
         covered=covered,
         citation_accurate=accurate,
-        gold_offsets_missing=offsets_missing,
+        gold_offsets_missing=offsets_missing and not accurate,
         cited=bool(citations),
         anchor_hit=None if anchor is None else any(section_of(i) == anchor for i in ids),
         anchor_distance=min(distances) if distances else None,
@@ -413,9 +413,10 @@ def report(
     snippet's ΔS above 0.60) and ``by_type`` (per content type: top-k items retrieved, relevant
     ones, precision). groundjudge adds ``anchor_hit``, ``anchor_proximity``,
     ``paraphrase_agreement@5``, ``λ_convergent`` with ``λ_triplets``, ``recall@5_vs_live``,
-    the counts and reasons behind each null, and WFGY's canary ``gates`` with ``pass``
-    ("eligible for canary": no gate failed; a skipped gate fails too when
-    ``require_all_gates``). Values are not rounded.
+    ``citation_unverifiable`` (qids whose citation lands in a relevant block's section but that
+    block has no gold offsets), the counts and reasons behind each null, and WFGY's canary
+    ``gates`` with ``pass`` ("eligible for canary": no gate failed; a skipped gate fails too
+    when ``require_all_gates``). Values are not rounded.
 
     ``embedder="auto"`` loads the optional embedding model only when a run has no ΔS of its
     own; ``None`` never computes ΔS. Raises ValueError for a repeated gold qid, a k below 1, an
