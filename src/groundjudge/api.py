@@ -19,8 +19,10 @@ from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings, JudgeClient
 from groundjudge.judge.engine import Budget, JudgeEngine, JudgeOutcome, JudgeTotals, Pricing
 from groundjudge.judge.rubric import Rubric, load_rubric
-from groundjudge.load.dataset import Dataset, load_dataset
+from groundjudge.load.adapters import detect_format, load_any
+from groundjudge.load.dataset import Dataset
 from groundjudge.load.errors import InputError
+from groundjudge.profiles import ProfileResult, run_profile
 from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
@@ -69,7 +71,8 @@ def load_inputs(config: Config) -> Dataset:
     if not inputs.golden or not inputs.traces:
         raise InputError.one(_where(config), None, "golden/traces",
                              "give --golden and at least one --traces (or --qrels and --run)")
-    return load_dataset(inputs.golden, inputs.traces, inputs.corpus)
+    dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
+    return dataset
 
 
 def compute_metrics(config: Config) -> dict[str, Any]:
@@ -84,9 +87,27 @@ def compute_metrics(config: Config) -> dict[str, Any]:
     return metrics_document(dataset, evaluate_dataset(dataset, settings), settings)
 
 
-def write_metrics_reports(doc: dict[str, Any], out_dir: Path) -> None:
+def profile_report(config: Config, name: str) -> ProfileResult:
+    """The replaced system's own report, from the inputs in its own format."""
+    inputs = config.inputs
+    if not inputs.golden or not inputs.traces:
+        raise InputError.one(_where(config), None, "profile", "a profile needs --golden and --traces")
+    found = detect_format(inputs.golden, inputs.traces)
+    if found != name:
+        raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
+                                                         f"{found} files")
+    return run_profile(name, inputs.golden, inputs.traces, inputs.live)
+
+
+def write_metrics_reports(doc: dict[str, Any], out_dir: Path, profile: ProfileResult | None = None) -> None:
+    text = render_markdown(doc)
+    if profile is not None:
+        doc = {**doc, "profile": {"name": profile.name, "passed": profile.passed, "report": profile.report}}
+        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
     write_json_atomic(out_dir / "metrics.json", doc)
-    write_text_atomic(out_dir / "report.md", render_markdown(doc))
+    write_text_atomic(out_dir / "report.md", text)
 
 
 EMBEDDED_TIMEOUT_S = 900.0

@@ -69,6 +69,8 @@ def input_options(func: Any) -> Any:
         click.option("--golden", type=click.Path(path_type=Path), help="Golden set (JSONL or YAML)."),
         click.option("--traces", multiple=True, type=click.Path(path_type=Path), help="Traces JSONL (repeatable)."),
         click.option("--corpus", type=click.Path(path_type=Path), help="Corpus JSONL (chunk text, docs, ACL)."),
+        click.option("--format", "fmt", type=click.Choice(["auto", "native", "wfgy", "wfgy-chunking", "kb-eval",
+                                                           "day39"]), help="Input format (default: detected)."),
         click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Cutoffs (repeatable; default 1 3 5 10)."),
         click.option("--out", type=click.Path(path_type=Path), help="Output folder (default runs/<timestamp>)."),
         click.option("--quiet", is_flag=True, help="Print nothing but errors."),
@@ -81,18 +83,28 @@ def input_options(func: Any) -> Any:
 @input_options
 @click.option("--qrels", type=click.Path(path_type=Path), help="TREC qrels file (with --run).")
 @click.option("--run", "run_file", type=click.Path(path_type=Path), help="TREC run file (with --qrels).")
+@click.option("--profile", type=click.Choice(["wfgy", "wfgy-chunking", "kb-eval", "day39"]),
+              help="Also report in a replaced system's own terms (inputs in its format); its gate sets the exit code.")
+@click.option("--live", multiple=True, type=click.Path(path_type=Path),
+              help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-            ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None, run_file: Path | None) -> None:
+            fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
+            run_file: Path | None, profile: str | None, live: tuple[Path, ...]) -> None:
     """Deterministic metrics only (no model): writes metrics.json and report.md."""
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
-        "inputs.run": run_file, "metrics.ks": ks, "output.out": out})
+        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out})
     out_dir = config.output.out or default_out()
     doc = api.compute_metrics(config)
-    api.write_metrics_reports(doc, out_dir)
+    result = api.profile_report(config, profile) if profile else None
+    api.write_metrics_reports(doc, out_dir, result)
     print_summary(doc, quiet)
     if not quiet:
+        if result is not None:
+            click.echo(result.markdown)
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
+    if result is not None and result.passed is False:
+        sys.exit(1)
 
 
 @main.command()
@@ -108,13 +120,13 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
 @click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML (one test case per gate).")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-        ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
+        fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None) -> None:
     """Metrics, then the judge on the cases that need it, then reports (report.json, report.md)."""
     config = api.resolve_config(config_path, {
-        "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "metrics.ks": ks,
-        "output.out": out, "judge.base_url": judge_base_url, "judge.model": judge_model,
+        "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
+        "metrics.ks": ks, "output.out": out, "judge.base_url": judge_base_url, "judge.model": judge_model,
         "judge.concurrency": concurrency, "judge.smoke": smoke, "judge.max_cases": max_cases,
         "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None})

@@ -22,6 +22,8 @@ class _Section(BaseModel):
 class InputsConfig(_Section):
     golden: Path | None = None
     traces: list[Path] = Field(default_factory=list)
+    live: list[Path] = Field(default_factory=list)  # wfgy-chunking: the live index's traces
+    format: Literal["auto", "native", "wfgy", "wfgy-chunking", "kb-eval", "day39"] = "auto"
     corpus: Path | None = None
     labels: list[Path] = Field(default_factory=list)
     qrels: Path | None = None

@@ -129,6 +129,15 @@ def load_dataset(
     the_corpus = load_corpus(corpus) if corpus else Corpus()
     cases = load_golden(golden, the_corpus)
     by_config = load_traces(traces, cases)
+    sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or "")}
+    return assemble_dataset(cases, by_config, the_corpus, sources)
+
+
+def assemble_dataset(
+    cases: dict[str, GoldenCase], by_config: dict[str, dict[str, dict[int, Trace]]], corpus: Corpus,
+    sources: dict[str, str],
+) -> Dataset:
+    """Record the gaps (cases without a trace, chunks without text or unknown to the corpus)."""
     missing_trace = {
         cfg: [cid for cid in cases if 0 not in per_case.get(cid, {})] for cfg, per_case in by_config.items()
     }
@@ -139,13 +148,12 @@ def load_dataset(
             for trace in variants.values():
                 key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
                 no_text = [c.chunk_id for c in trace.context_chunks
-                           if c.text is None and the_corpus.text_of(c.chunk_id) is None]
+                           if c.text is None and corpus.text_of(c.chunk_id) is None]
                 if no_text:
                     missing_text[key] = no_text
-                if the_corpus:
+                if corpus:
                     ids = [c.chunk_id for c in trace.retrieved_chunks] + [c.chunk_id for c in trace.citations]
-                    unknown = sorted({i for i in ids if i not in the_corpus.chunks})
+                    unknown = sorted({i for i in ids if i not in corpus.chunks})
                     if unknown:
                         unresolved[key] = unknown
-    sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or "")}
-    return Dataset(cases, by_config, the_corpus, missing_trace, missing_text, unresolved, sources)
+    return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources)
