@@ -108,7 +108,7 @@ def test_kb_eval_golden_without_expected_doc_ids_names_file_line_field(tmp_path)
      "results.jsonl:2: hits_top_k[0].doc_id: required field is missing"),
     ({"query_id": "q1", "chunker_version": "v1", "hits_top_k": [{"chunk_id": "c", "doc_id": "d",
                                                                   "source_spans": [[9, 3]]}]},
-     "results.jsonl:2: hits_top_k[0].source_spans[0]: Value error, span end 3 is before start 9"),
+     "results.jsonl:2: hits_top_k[0].source_spans[0]: Value error, end 3 is before start 9"),
     ({"query_id": "q1", "chunker_version": "v1", "hits_top_k": [], "answer": {"text": "x"}},
      "results.jsonl:2: answer.grounded: required field is missing"),
     ({"query_id": "q1", "chunker_version": "v2", "hits_top_k": []},

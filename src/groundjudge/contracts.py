@@ -39,7 +39,7 @@ class Offsets(BaseModel):
     @model_validator(mode="after")
     def _ordered(self) -> Offsets:
         if self.end < self.start:
-            raise ValueError(f"offsets end {self.end} is before start {self.start}")
+            raise ValueError(f"end {self.end} is before start {self.start}")
         return self
 
 

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
-from groundjudge.contracts import GoldenCase, Trace
+from groundjudge.contracts import GoldenCase, Trace, Offsets
 from groundjudge.load.errors import InputError, InputProblem
 from groundjudge.load.records import read_records, validation_problems
 
@@ -64,27 +64,8 @@ class _Line(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
-class SourceSpan(BaseModel):
+class SourceSpan(Offsets):
     """A ``[start, end)`` character span of a document; written as ``[start, end]`` in files."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_pair(cls, value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            if len(value) != 2:
-                raise ValueError("a span must be [start, end]")
-            return {"start": value[0], "end": value[1]}
-        return value
-
-    @model_validator(mode="after")
-    def _ordered(self) -> SourceSpan:
-        if self.end < self.start:
-            raise ValueError(f"span end {self.end} is before start {self.start}")
-        return self
 
     @model_serializer
     def _as_pair(self) -> list[int]:
@@ -286,7 +267,8 @@ def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
         config_id=config_id,
         question=(result.model_extra or {}).get("query"),
         retrieved_chunks=retrieved,
-        context_chunks=[],  # kb-eval does not record what reached the prompt
+        context_chunks=[],
+        context_recorded=False,  # kb-eval does not record what reached the prompt
         answer=answer.text if answer else None,
         citations=[{"chunk_id": c.chunk_id, "citation": c.citation}
                    for c in (answer.citations if answer else []) if c.chunk_id is not None],
