@@ -205,7 +205,7 @@ GOOD_ROW = {"qid": "Q", "paraphrases": ["p"], "relevant": ["S.1.p.B"], "anchor_s
 
 @pytest.mark.parametrize(("line", "fragment"), [
     ({"qid": "Q", "topk": [{"id": "S.1.p.B", "type": "diagram"}]}, ":2: topk[0].type: Input should be"),
-    ({"qid": "Q", "topk": [{"id": "S.1.p.B", "offsets": [9, 3]}]}, ":2: topk[0].offsets: Value error, offsets end 3"),
+    ({"qid": "Q", "topk": [{"id": "S.1.p.B", "offsets": [9, 3]}]}, ":2: topk[0].offsets: Value error, end 3 is before start"),
     ({"qid": "Q", "topk": [{"id": "S.1.p.B", "offsets": [1, 2, 3]}]}, ":2: topk[0].offsets: Value error"),
     ({"qid": "Q", "topk": [{"score": 0.5}]}, ":2: topk[0].id: required field is missing"),
     ({"qid": "Q", "topk": [{"id": "S.1.p.B"}], "ΔS": [0.1, 0.2]}, ":2: ΔS: Value error, has 2 values for 1 topk"),
