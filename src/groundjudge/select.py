@@ -12,10 +12,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from groundjudge.contracts import Trace
-from groundjudge.judge.render import JudgeItem
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """Everything the judge sees for one case under one config (and everything its cache key needs)."""
+
+    case_id: str
+    config_id: str
+    question: str
+    contexts: Sequence[tuple[str, str]]  # (chunk id, text), in prompt order
+    answer: str
+    citations: Sequence[str]
+    expected_answer: str | None
 
 
 @dataclass(frozen=True)

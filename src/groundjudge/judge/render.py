@@ -8,10 +8,11 @@ a new one; instructions inside the data stay inside their block.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from groundjudge.judge.rubric import Rubric
+from groundjudge.select import JudgeItem
+
+__all__ = ["JudgeItem", "neutralize", "render_messages"]
 
 # The markers a rubric uses to fence data; any run of 3+ angle brackets in data is broken up.
 _ANGLES = re.compile(r"<{3,}|>{3,}")
@@ -27,19 +28,6 @@ def neutralize(text: str) -> str:
 def _one_line(text: str) -> str:
     """Ids are rendered on a line of the prompt's own (outside a data block): keep them on it."""
     return " ".join(text.splitlines())
-
-
-@dataclass(frozen=True)
-class JudgeItem:
-    """Everything the judge sees for one case under one config (and everything its cache key needs)."""
-
-    case_id: str
-    config_id: str
-    question: str
-    contexts: Sequence[tuple[str, str]]  # (chunk id, text), in prompt order
-    answer: str
-    citations: Sequence[str]
-    expected_answer: str | None
 
 
 def render_messages(rubric: Rubric, item: JudgeItem) -> list[dict[str, str]]:
