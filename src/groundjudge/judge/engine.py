@@ -181,9 +181,9 @@ class JudgeEngine:
                 if cached.repaired:
                     out.status, out.raw, out.reason = "judge_error", cached.raw, f"invalid verdict (cached reply): {exc}"
                 else:  # a run stopped between the first reply and its repair: pay for the repair only
-                    out.raw = cached.raw
+                    out.raw, problem = cached.raw, exc
                     await self._send(item, out, sem, stop,
-                                     lambda: self._repair(item, key, out, cached.raw, exc))
+                                     lambda: self._repair(item, key, out, cached.raw, problem))
         else:
             out.source = "call"
             await self._send(item, out, sem, stop, lambda: self._judge_one(item, key, out))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
 from groundjudge.load.errors import InputError, InputProblem
-from groundjudge.load.records import read_records
+from groundjudge.load.records import index_unique, read_records
 
 
 @dataclass(frozen=True)
@@ -54,44 +54,25 @@ class Dataset:
 
 
 def load_corpus(path: str | Path) -> Corpus:
-    chunks: dict[str, CorpusChunk] = {}
-    problems: list[InputProblem] = []
-    first_line: dict[str, int] = {}
-    for line, chunk in read_records(path, CorpusChunk):
-        if chunk.chunk_id in chunks:
-            problems.append(
-                InputProblem(str(path), line, "chunk_id",
-                             f"duplicate chunk id {chunk.chunk_id!r} (first on line {first_line[chunk.chunk_id]})")
-            )
-            continue
-        chunks[chunk.chunk_id] = chunk
-        first_line[chunk.chunk_id] = line
+    chunks, _, problems = index_unique(path, read_records(path, CorpusChunk), lambda c: c.chunk_id,
+                                       "chunk_id", "chunk id")
     if problems:
         raise InputError(problems)
     return Corpus(chunks)
 
 
 def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, GoldenCase]:
-    cases: dict[str, GoldenCase] = {}
-    first_line: dict[str, int] = {}
-    problems: list[InputProblem] = []
-    for line, case in read_records(path, GoldenCase):
-        if case.id in cases:
-            problems.append(
-                InputProblem(str(path), line, "id", f"duplicate case id {case.id!r} (first on line {first_line[case.id]})")
-            )
-            continue
-        cases[case.id] = case
-        first_line[case.id] = line
-        if corpus:
+    cases, lines, problems = index_unique(path, read_records(path, GoldenCase), lambda c: c.id, "id", "case id")
+    if corpus:
+        for case in cases.values():
             for fname, ids in (("expected_chunk_ids", case.expected_chunk_ids), ("must_cite", case.must_cite),
                                ("relevance", list(case.relevance))):
                 unknown = [cid for cid in ids if cid not in corpus.chunks]
                 if unknown:
-                    problems.append(InputProblem(str(path), line, fname,
+                    problems.append(InputProblem(str(path), lines[case.id], fname,
                                                  f"chunk ids not in the corpus: {', '.join(unknown)}"))
     if problems:
-        raise InputError(problems)
+        raise InputError(sorted(problems, key=lambda p: p.line or 0))
     return cases
 
 

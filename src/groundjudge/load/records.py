@@ -7,9 +7,9 @@ file are collected (up to a cap) so one run shows the user everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -130,3 +130,33 @@ def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
     if not records:
         raise InputError.one(path, None, None, "file has no records")
     return records
+
+
+def index_unique(path: str | Path, records: list[tuple[int, M]], key: Callable[[M], str], field: str,
+                 what: str) -> tuple[dict[str, M], dict[str, int], list[InputProblem]]:
+    """Records by id, each id's line, and a problem for every repeated id (the first one wins)."""
+    by_id: dict[str, M] = {}
+    lines: dict[str, int] = {}
+    problems: list[InputProblem] = []
+    for line, record in records:
+        rid = key(record)
+        if rid in by_id:
+            problems.append(InputProblem(str(path), line, field,
+                                         f"duplicate {what} {rid!r} (first on line {lines[rid]})"))
+            continue
+        by_id[rid] = record
+        lines[rid] = line
+    return by_id, lines, problems
+
+
+def convert_records(path: str | Path, items: Mapping[str, Any], lines: Mapping[str, int],
+                    convert: Callable[[Any], dict[str, Any]], model: type[M]) -> tuple[dict[str, M], list[InputProblem]]:
+    """Validate each converted item as ``model``; a failure names the item's own file and line."""
+    out: dict[str, M] = {}
+    problems: list[InputProblem] = []
+    for rid, item in items.items():
+        try:
+            out[rid] = model.model_validate(convert(item))
+        except ValidationError as exc:
+            problems.extend(validation_problems(Path(path), lines[rid], exc))
+    return out, problems

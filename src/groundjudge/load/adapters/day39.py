@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.errors import InputError, InputProblem
-from groundjudge.load.records import read_records, validation_problems
+from groundjudge.load.records import convert_records, index_unique, read_records, validation_problems
 
 __all__ = [
     "ChunkRef",
@@ -160,19 +160,10 @@ class Day39Output(_Line):
 
 
 def _read_golden_lines(path: str | Path) -> tuple[dict[str, Day39Golden], dict[str, int]]:
-    cases: dict[str, Day39Golden] = {}
-    first_line: dict[str, int] = {}
-    problems: list[InputProblem] = []
-    for line, case in read_records(path, Day39Golden):
-        if case.id in cases:
-            problems.append(InputProblem(str(path), line, "id",
-                                         f"duplicate case id {case.id!r} (first on line {first_line[case.id]})"))
-            continue
-        cases[case.id] = case
-        first_line[case.id] = line
+    cases, lines, problems = index_unique(path, read_records(path, Day39Golden), lambda c: c.id, "id", "case id")
     if problems:
         raise InputError(problems)
-    return cases, first_line
+    return cases, lines
 
 
 def read_golden(path: str | Path) -> dict[str, Day39Golden]:
@@ -288,13 +279,7 @@ def to_native(
     Raises :class:`InputError` naming file, line and field.
     """
     golden, gold_lines = _read_golden_lines(gold_path)
-    cases: dict[str, GoldenCase] = {}
-    problems: list[InputProblem] = []
-    for cid, case in golden.items():
-        try:
-            cases[cid] = GoldenCase.model_validate(_golden_to_native(case))
-        except ValidationError as exc:
-            problems.extend(validation_problems(Path(gold_path), gold_lines[cid], exc))
+    cases, problems = convert_records(gold_path, golden, gold_lines, _golden_to_native, GoldenCase)
     if problems:
         raise InputError(problems)
 

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serial
 
 from groundjudge.contracts import GoldenCase, Trace, Offsets
 from groundjudge.load.errors import InputError, InputProblem
-from groundjudge.load.records import read_records, validation_problems
+from groundjudge.load.records import convert_records, index_unique, read_records, validation_problems
 
 __all__ = [
     "KbAnswer",
@@ -154,16 +154,10 @@ def read_golden(path: str | Path) -> dict[str, KbGoldenQuery]:
 
 
 def _read_golden_lines(path: str | Path) -> tuple[dict[str, KbGoldenQuery], dict[str, int]]:
-    queries: dict[str, KbGoldenQuery] = {}
-    first_line: dict[str, int] = {}
-    problems: list[InputProblem] = []
-    for line, query in read_records(path, KbGoldenQuery):
-        if query.id in queries:
-            problems.append(InputProblem(str(path), line, "id",
-                                         f"duplicate query id {query.id!r} (first on line {first_line[query.id]})"))
-            continue
-        queries[query.id] = query
-        first_line[query.id] = line
+    queries, first_line, problems = index_unique(path, read_records(path, KbGoldenQuery), lambda q: q.id, "id",
+                                                 "query id")
+    for query in queries.values():
+        line = first_line[query.id]
         for i, spans in enumerate(query.expected_chunk_spans):
             if spans.chunk_id not in query.expected_chunk_ids:
                 problems.append(InputProblem(
@@ -303,13 +297,7 @@ def to_native(
     a result for an unknown query, or two files that map to the same config.
     """
     golden, gold_lines = _read_golden_lines(gold_path)
-    cases: dict[str, GoldenCase] = {}
-    problems: list[InputProblem] = []
-    for qid, query in golden.items():
-        try:
-            cases[qid] = GoldenCase.model_validate(_golden_to_native(query))
-        except ValidationError as exc:
-            problems.extend(validation_problems(Path(gold_path), gold_lines[qid], exc))
+    cases, problems = convert_records(gold_path, golden, gold_lines, _golden_to_native, GoldenCase)
     if problems:
         raise InputError(problems)
 

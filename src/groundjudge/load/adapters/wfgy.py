@@ -43,7 +43,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, Val
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr, Trace
 from groundjudge.load.errors import InputError, InputProblem
-from groundjudge.load.records import read_records, validation_problems
+from groundjudge.load.records import index_unique, read_records, validation_problems
 
 __all__ = [
     "FORMAT_NAME",
@@ -160,14 +160,7 @@ def read_gold(path: str | Path) -> list[tuple[int, WfgyGold]]:
     repeated qid (a frozen gold set has one line per question).
     """
     records = read_records(path, WfgyGold)
-    first: dict[str, int] = {}
-    problems: list[InputProblem] = []
-    for line, gold in records:
-        if gold.qid in first:
-            problems.append(InputProblem(str(path), line, "qid",
-                                         f"duplicate qid {gold.qid!r} (first on line {first[gold.qid]})"))
-        else:
-            first[gold.qid] = line
+    _, _, problems = index_unique(path, records, lambda g: g.qid, "qid", "qid")
     if problems:
         raise InputError(problems)
     return records

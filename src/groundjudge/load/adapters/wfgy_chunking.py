@@ -45,7 +45,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets, Trace
 from groundjudge.load.adapters.wfgy import config_ids_for
 from groundjudge.load.errors import InputError, InputProblem
-from groundjudge.load.records import read_records, validation_problems
+from groundjudge.load.records import index_unique, read_records, validation_problems
 
 __all__ = [
     "FORMAT_NAME",
@@ -140,14 +140,7 @@ def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> 
 def read_gold(path: str | Path) -> list[tuple[int, ChunkingGold]]:
     """Read a WFGY chunking gold file; bad lines and repeated qids raise :class:`InputError`."""
     records = read_records(path, ChunkingGold)
-    first: dict[str, int] = {}
-    problems: list[InputProblem] = []
-    for line, gold in records:
-        if gold.qid in first:
-            problems.append(InputProblem(str(path), line, "qid",
-                                         f"duplicate qid {gold.qid!r} (first on line {first[gold.qid]})"))
-        else:
-            first[gold.qid] = line
+    _, _, problems = index_unique(path, records, lambda g: g.qid, "qid", "qid")
     if problems:
         raise InputError(problems)
     return records
