@@ -69,3 +69,29 @@ def test_position_probe_reports_flip_rates(tmp_path, script, flips):
     assert probe["items_probed"] > 20 and probe["judged_both_ways"] == probe["items_probed"]
     citations = probe["citations_supported"]
     assert (citations["flips"] > 0) == flips and citations["n"] > 0
+
+
+def test_another_judges_verdicts_are_calibrated_under_their_own_identity(tmp_path):
+    labels = [json.loads(line) for line in LABELS[0].read_text().splitlines()]
+    lines = [{"query_id": l["query_id"], "config_id": l["config_id"], "faithful": l["faithful"],
+              "correct": l["correct"], "citations_supported": l["citations_supported"]} for l in labels]
+    lines[0]["faithful"] = not lines[0]["faithful"]  # one disagreement
+    verdicts = tmp_path / "vendor.jsonl"
+    verdicts.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--judge-name", "vendor-judge-3",
+                                       "--records-dir", str(tmp_path / "records"),
+                                       *sum((["--labels", str(p)] for p in LABELS), [])])
+    assert result.exit_code == 0, result.output
+    (path,) = (tmp_path / "records").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["judge"]["model"] == "vendor-judge-3" and record["judge"]["rubric"]["id"] == "external"
+    faithful = record["criteria"]["faithful"]["judge_vs_human"]
+    assert faithful["n"] == 81 and faithful["disagreements"] == [f"{lines[0]['config_id']}/{lines[0]['query_id']}"]
+
+
+def test_verdicts_without_a_judge_name_are_refused(tmp_path):
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text('{"query_id": "q001", "faithful": true}\n')
+    result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--labels", str(LABELS[0]),
+                                       "--records-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--judge-name" in result.stderr

@@ -64,3 +64,14 @@ def test_breakdowns_by_tag_difficulty_and_content_type(run):
     assert breakdown["difficulty"]["easy"]["must_contain"] == {"value": 1.0, "n": 2}
     assert set(breakdown["content_type"]) == {"prose", "table", "(unknown)"}
     assert breakdown["content_type"]["table"]["hit@1"]["n"] == 1
+
+
+def test_failure_stage_follows_the_pipeline():
+    from groundjudge.metrics.failures import failure_stage
+
+    assert failure_stage({"acl_leak": 1.0, "recall@10": 0.0}) == "ACL leak"
+    assert failure_stage({"recall@10": 0.5, "context_recall": 0.5, "must_contain": 0.0}) == "retrieval missed"
+    assert failure_stage({"recall@10": 1.0, "context_recall": 0.5}) == "context dropped"
+    assert failure_stage({"recall@10": 1.0}, ["cited_support", "unsupported"]) == "answer unsupported"
+    assert failure_stage({"recall@10": 1.0}, ["misattributed"]) == "citation misattributed"
+    assert failure_stage({"recall@10": 1.0, "behavior_correct": 1.0}, ["cited_support"]) is None

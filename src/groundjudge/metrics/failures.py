@@ -32,3 +32,33 @@ def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
 
 
 DESCRIPTIONS = {metric: words for metric, _, words in CHECKS}
+
+
+STAGE_ORDER = ("ACL leak", "wrong behaviour", "retrieval missed", "context dropped", "answer unsupported",
+               "citation misattributed", "other check")
+
+
+def failure_stage(values: Mapping[str, float | None], claim_classes: list[str] | None = None) -> str | None:
+    """Where a failed case went wrong first, along the pipeline: retrieval, context, answer,
+    citation, behaviour. ``claim_classes`` are the judge's triage classes when it judged the case."""
+    def failed(metric: str, test: str) -> bool:
+        v = values.get(metric)
+        return v is not None and ((test == "lt1" and v < 1) or (test == "eq0" and v == 0) or (test == "eq1" and v == 1))
+
+    if failed("acl_leak", "eq1"):
+        return "ACL leak"
+    if failed("behavior_correct", "eq0"):
+        return "wrong behaviour"
+    if failed("recall@10", "lt1"):
+        return "retrieval missed"
+    if failed("context_recall", "lt1"):
+        return "context dropped"
+    classes = claim_classes or []
+    if any(c in ("unsupported", "contradicted") for c in classes) or failed("forbidden_absent", "eq0") \
+            or failed("must_contain", "eq0"):
+        return "answer unsupported"
+    if "misattributed" in classes or failed("citation_scoped", "lt1") or failed("must_cite_coverage", "lt1"):
+        return "citation misattributed"
+    if deterministic_failures(values):
+        return "other check"
+    return None

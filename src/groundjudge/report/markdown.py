@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
+from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -22,6 +22,10 @@ def fmt(summary: dict[str, Any] | None) -> str:
     value = summary["value"]
     text = f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
     return f"{text} (n={summary['n']})"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -67,22 +71,37 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
             out += _table([column, *metrics], [[g, *(fmt(s.get(m)) for m in metrics)] for g, s in groups.items()])
             out.append("")
     out.append("")
-    out += ["## Failed cases (deterministic checks)", ""]
+    out += ["## Top failed cases", "",
+            "Stage: where the case went wrong first (ACL leak, wrong behaviour, retrieval missed, context "
+            "dropped, answer unsupported, citation misattributed).", ""]
+    judge = doc.get("judge", {}).get("per_config", {})
     rows = []
     for cfg in configs:
         for cid, values in doc["per_config"][cfg]["per_case"].items():
-            failed = deterministic_failures(values)
-            if failed:
-                rows.append((len(failed), cfg, cid, failed))
-    rows.sort(key=lambda r: (-r[0], r[1], r[2]))
+            classes = [c["class"] for c in judge.get(cfg, {}).get("per_case", {}).get(cid, {}).get("claims", [])]
+            stage = failure_stage(values, classes)
+            if stage:
+                failed = deterministic_failures(values)
+                rows.append((len(failed), cfg, cid, stage, failed))
+    rows.sort(key=lambda r: (STAGE_ORDER.index(r[3]), -r[0], r[1], r[2]))
     if rows:
-        out += _table(["case", "config", "failed checks"],
-                      [[f"`{cid}`", cfg, "; ".join(DESCRIPTIONS[f] for f in failed)]
-                       for _, cfg, cid, failed in rows[:top_failed]])
+        out += _table(["case", "config", "stage", "failed checks"],
+                      [[f"`{cid}`", cfg, stage, "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
+                       for _, cfg, cid, stage, failed in rows[:top_failed]])
         if len(rows) > top_failed:
             out.append(f"\n… and {len(rows) - top_failed} more in metrics.json.")
     else:
         out.append("None.")
+    calibration = doc.get("calibration")
+    if calibration:
+        out += ["", "## Calibration", "", f"Record `{calibration['path']}`: judge against "
+                f"`{calibration['primary_rater']}`, beside human–human agreement.", ""]
+        out += _table(["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa"],
+                      [[name, str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
+                        _num(st["judge_vs_human"]["kappa"]),
+                        f"[{_num(st['judge_vs_human']['ci_low'])}, {_num(st['judge_vs_human']['ci_high'])}]",
+                        "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st["inter_rater"].values()) or "–"]
+                       for name, st in calibration["criteria"].items()])
     prov = doc["provenance"]
     out += ["", "## Provenance", "",
             f"groundjudge {prov['tool_version']}, commit {prov['git_commit'] or 'unknown'}"
