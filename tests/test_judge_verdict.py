@@ -158,3 +158,14 @@ def test_verdicts_are_frozen() -> None:
     verdict = RawVerdict.model_validate(json.loads(GOOD))
     with pytest.raises(Exception):
         verdict.correctness = 0  # type: ignore[misc]
+
+
+def test_correctness_may_be_given_as_a_word_and_is_scored_as_its_grade():
+    from groundjudge.judge.verdict import parse_verdict, score_verdict
+
+    raw = ('{"claims": [{"claim": "c", "cited": ["a"], "verdict": "supported", "support": ["a"]}], '
+           '"correctness": "incomplete", "reason": "r"}')
+    assert score_verdict(parse_verdict(raw, ["a"]), has_expected_answer=True).correctness == 2
+    for bad in ('"almost"', "4", "true", "2.0"):
+        with pytest.raises(VerdictError):
+            parse_verdict(raw.replace('"incomplete"', bad), ["a"])

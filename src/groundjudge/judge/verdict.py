@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
 ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
@@ -44,11 +44,28 @@ class JudgedClaim(BaseModel):
         return "cited_support" if set(self.cited) & set(self.support) else "misattributed"
 
 
+# Correctness as words (rubric v2 on): small models misread a bare 0..3 scale.
+CORRECTNESS_WORDS = {"wrong": 0, "partial": 1, "incomplete": 2, "complete": 3}
+
+
 class RawVerdict(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     claims: list[JudgedClaim]
-    correctness: StrictInt = Field(ge=0, le=3)  # true/1.0 are not grades
+    correctness: StrictInt | Literal["wrong", "partial", "incomplete", "complete"]  # true/1.0 are not grades
     reason: str = ""
+
+    @property
+    def correctness_grade(self) -> int:
+        if isinstance(self.correctness, str):
+            return CORRECTNESS_WORDS[self.correctness]
+        return self.correctness
+
+    @field_validator("correctness")
+    @classmethod
+    def _on_scale(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 0 <= value <= 3:
+            raise ValueError("correctness must be 0..3")
+        return value
 
 
 class JudgeScores(BaseModel):
@@ -127,7 +144,7 @@ def score_verdict(verdict: RawVerdict, *, has_expected_answer: bool) -> JudgeSco
     return JudgeScores(
         faithfulness=supported / len(claims) if claims else None,
         citation_support=cited_ok / len(cited) if cited else None,
-        correctness=verdict.correctness if has_expected_answer else None,
+        correctness=verdict.correctness_grade if has_expected_answer else None,
         claims=len(claims),
         unsupported_claims=sum(1 for c in claims if c.verdict == "unsupported"),
         contradicted_claims=sum(1 for c in claims if c.verdict == "contradicted"),
