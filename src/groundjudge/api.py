@@ -12,7 +12,7 @@ from typing import Any
 from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import find_records
 from groundjudge.calibrate.trust import TrustRules
-from groundjudge.calibrate.verdicts import load_labels, lookup, primary_rater
+from groundjudge.calibrate.verdicts import items_from_judge_section, load_labels, lookup, primary_rater
 from groundjudge.config import Config, api_key, apply_environment, load_config
 from groundjudge.gate import evaluate_gates
 from groundjudge.judge.cache import JudgeCache
@@ -186,8 +186,9 @@ def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None)
                                   model=model, base_url=base_url, decoding=decoding)
     if config.inputs.labels:
         doc["judge"]["bias_corrected"] = bias_corrected_rates(doc, load_labels(config.inputs.labels))
-    doc["gates"] = apply_gates(config, doc)
-    doc["calibration"] = calibration_summary(doc["gates"])
+    records = find_records(config.trust.records_dir)
+    doc["gates"] = evaluate_gates(doc, config.gates, trust_rules(config), records)
+    doc["calibration"] = calibration_summary(doc["gates"], records)
     judged_any = any(o.status == "judged" for o in outcomes)
     if totals.stopped and not judged_any:
         exit_code = 3
@@ -196,30 +197,27 @@ def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None)
     return RunResult(doc, triage_records(dataset, doc), outcomes, selections, totals, exit_code, dataset)
 
 
-def calibration_summary(gates: dict[str, Any]) -> dict[str, Any] | None:
+def calibration_summary(gates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The calibration record this run's judge is held to, if one exists for it exactly."""
-    import json
-
     path = next((t["record"] for t in gates["trust"].values() if t.get("record")), None)
-    if path is None:
+    record = next((r for r in records if r.get("_path") == path), None) if path else None
+    if record is None:
         return None
-    record = json.loads(Path(path).read_text(encoding="utf-8"))
     return {"path": path, "primary_rater": record["primary_rater"], "raters": record["raters"],
             "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"]}
                          for name, st in record["criteria"].items()},
             "claims": record["claims"]}
 
 
-def apply_gates(config: Config, doc: dict[str, Any]) -> dict[str, Any]:
+def trust_rules(config: Config) -> TrustRules:
     t = config.trust
-    rules = TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
-    return evaluate_gates(doc, config.gates, rules, find_records(t.records_dir))
+    return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
 
 
 def bias_corrected_rates(doc: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any]:
     """PPI estimates per config and judge rate: the judge on all cases, humans on a subset."""
     primary = primary_rater(humans)
-    items, _ = verdict_items(doc)
+    items, _ = items_from_judge_section(doc["judge"])
     out: dict[str, Any] = {"primary_rater": primary}
     for cfg in doc["judge"]["per_config"]:
         mine = {k: v for k, v in items.items() if k[1] == cfg}
@@ -232,12 +230,6 @@ def bias_corrected_rates(doc: dict[str, Any], humans: dict[str, Any]) -> dict[st
             per[f"{criterion}_rate"] = ppi_mean(judge_all, [p[0] for p in pairs], [p[1] for p in pairs])
         out[cfg] = per
     return out
-
-
-def verdict_items(doc: dict[str, Any]) -> tuple[dict, dict[str, Any]]:
-    from groundjudge.calibrate.verdicts import items_from_judge_section
-
-    return items_from_judge_section(doc["judge"])
 
 
 def write_run_reports(result: RunResult, out_dir: Path, *, junit: Path | None = None) -> None:
@@ -288,10 +280,8 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     if position_probe is not None:
         record["position_probe"] = position_probe
     path = write_record(record, config.trust.records_dir)
-    t = config.trust
-    rules = TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
-    records = find_records(t.records_dir)
-    trust = {c: trust_status(c, judge_prov, records, rules).__dict__ for c in record["criteria"]}
+    records = find_records(config.trust.records_dir)
+    trust = {c: trust_status(c, judge_prov, records, trust_rules(config)).__dict__ for c in record["criteria"]}
     return record, path, trust
 
 

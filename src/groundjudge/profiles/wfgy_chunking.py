@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from groundjudge.contracts import Offsets
+from groundjudge.metrics.operations import percentile as linear_percentile
 from groundjudge.load.adapters.wfgy_chunking import AnswerCitation, ChunkingGold, ChunkingTrace
 from groundjudge.metrics.stability import topk_agreement
 
@@ -157,13 +158,10 @@ def recall_at(ids: Sequence[str], relevant: Sequence[str] | frozenset[str], k: i
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) with linear interpolation between closest ranks."""
-    if not values:
+    value = linear_percentile(values, q)
+    if value is None:
         raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    low = math.floor(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    return value
 
 
 def _median(values: Sequence[float]) -> float:
