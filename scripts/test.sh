@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install groundjudge with its test tools and the embedded judge, install Debian's Chromium for
+# the browser tests when this user can, then run every test. Extra arguments go to pytest
+# (for example `-m "not local_model"` to leave out the tests that run the real judge model).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if command -v chromium >/dev/null 2>&1; then
+    :
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "groundjudge: installing Debian's chromium for the browser tests (log: /tmp/groundjudge-apt.log)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+            >/tmp/groundjudge-apt.log 2>&1; then
+        echo "groundjudge: could not install chromium (see /tmp/groundjudge-apt.log); the browser tests will skip"
+    fi
+else
+    echo "groundjudge: chromium is not installed and this user cannot install it (needs root and apt-get):"
+    echo "             the browser tests (tests/test_report_html.py and the labelling page) will skip."
+    echo "             As root: apt-get install chromium"
+fi
+scripts/install.sh local dev
+exec .venv/bin/python -m pytest -q "$@"
