@@ -98,7 +98,7 @@ async def judge(base_url: str, items: list[JudgeItem], cache_dir: Path, concurre
     finally:
         cache.close()
     seconds = time.perf_counter() - started
-    return seconds, engine.totals.requests, sum(o.status == "judged" for o in outcomes)
+    return seconds, engine.totals.usage.requests, sum(o.status == "judged" for o in outcomes)
 
 
 async def bare_client(base_url: str, items: list[JudgeItem], concurrency: int) -> float:

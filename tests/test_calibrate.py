@@ -14,6 +14,11 @@ from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import build_record
 from groundjudge.calibrate.trust import TrustRules, trust_status
 from groundjudge.calibrate.verdicts import ItemLabels
+from groundjudge.judge.results import CriterionInfo
+
+CRITERIA = [CriterionInfo(name="faithful", kind="binary", labels=[True, False], metric="faithfulness"),
+            CriterionInfo(name="correct", kind="ordinal", labels=[0, 1, 2, 3], metric="correctness"),
+            CriterionInfo(name="citations_supported", kind="binary", labels=[True, False], metric="citation_support")]
 
 GRADES = [0, 1, 2, 3]
 
@@ -101,7 +106,7 @@ def make_items(n, flip_every=None):
 
 def record_for(n, flip_every=None, prov=PROV):
     judge, human = make_items(n, flip_every)
-    return build_record(judge, prov, {"alice": human}, reps=300)
+    return build_record(judge, prov, {"alice": human}, CRITERIA, reps=300)
 
 
 RULES = TrustRules(min_items=50, min_kappa=0.6, min_kappa_lower=0.4)
@@ -135,7 +140,7 @@ def test_untrusted_when_the_ci_lower_bound_is_too_low():
 def test_inter_rater_agreement_is_reported_beside_judge_agreement():
     judge, human = make_items(60, flip_every=10)
     _, second = make_items(60, flip_every=20)
-    record = build_record(judge, PROV, {"alice": human, "bob": second}, reps=100)
+    record = build_record(judge, PROV, {"alice": human, "bob": second}, CRITERIA, reps=100)
     faithful = record["criteria"]["faithful"]
     assert faithful["judge_vs_human"]["n"] == 60 and record["primary_rater"] == "alice"
     assert set(faithful["judge_vs_each_rater"]) == {"alice", "bob"}

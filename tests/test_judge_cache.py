@@ -16,7 +16,8 @@ import yaml
 from groundjudge import api
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import ClientSettings, JudgeClient
-from groundjudge.judge.engine import JudgeEngine, JudgeOutcome
+from groundjudge.judge.engine import JudgeEngine
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric, load_rubric, lock_rubrics
 from tests.support.judge_replies import make_item, verdict_dict, verdict_for_request
@@ -30,11 +31,12 @@ ITEMS = [make_item(n) for n in range(6)]
 
 
 def run(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, rubric: Rubric = RUBRIC,
-        model: str | None = None, enabled: bool = True, **settings: Any) -> tuple[list[JudgeOutcome], dict]:
+        model: str | None = None, enabled: bool = True, retry_errors: bool = True,
+        **settings: Any) -> tuple[list[CaseJudgement], dict]:
     client = JudgeClient(ClientSettings(base_url=srv.base_url, model=model or srv.model, backoff_initial_s=0,
                                         **settings))
     cache = JudgeCache(cache_dir, enabled=enabled)
-    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=4)
+    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=4, retry_errors=retry_errors)
     try:
         outcomes = asyncio.run(engine.run(items))
         stats = cache.stats()
@@ -106,8 +108,8 @@ def test_unchanged_rerun_makes_zero_calls(tmp_path: Path) -> None:
         second, stats2 = run(srv, ITEMS, tmp_path)
         assert srv.call_count == 0
     assert [o.status for o in second] == ["judged"] * 6
-    assert all(o.source == "cache" and o.requests == 0 for o in second)
-    assert [o.scores for o in second] == [o.scores for o in first]
+    assert all(o.source == "cache" and o.usage.requests == 0 for o in second)
+    assert [o.criteria for o in second] == [o.criteria for o in first]
     assert [o.raw for o in second] == [o.raw for o in first]
     assert (stats1["misses"], stats1["hits"], stats1["entries"]) == (6, 0, 6)
     assert (stats2["misses"], stats2["hits"], stats2["entries"]) == (0, 6, 6)
@@ -210,15 +212,40 @@ def test_the_raw_reply_is_what_is_stored(tmp_path: Path) -> None:
 INVALID = '{"claims": [{"claim": "x", "verdict": "probably", "support": []}], "correctness": 2}'
 
 
-def test_a_cached_invalid_repair_reply_is_a_judge_error_without_a_call(tmp_path: Path) -> None:
+def test_a_cached_invalid_repair_reply_is_a_judge_error_without_a_call_when_errors_are_kept(tmp_path: Path) -> None:
     item = ITEMS[0]
     _put(tmp_path, item, INVALID, repaired=True)
     with ScriptedOpenAIServer(verdict_for_request) as srv:
-        (outcome,), stats = run(srv, [item], tmp_path)
+        (outcome,), stats = run(srv, [item], tmp_path, retry_errors=False)
         assert srv.call_count == 0
-    assert outcome.status == "judge_error" and outcome.source == "cache" and outcome.scores is None
+    assert outcome.status == "judge_error" and outcome.source == "cache" and outcome.criteria == {}
     assert outcome.reason.startswith("invalid verdict (cached reply)")
     assert stats["hits"] == 1
+
+
+def test_an_item_broken_twice_is_asked_again_on_a_rerun_and_keeps_its_history(tmp_path: Path) -> None:
+    """A reply and its repair both broken (a flaky network, say): the next run asks again, and the
+    broken replies stay in the cache entry's history; judged items still cost nothing."""
+    item, other = ITEMS[0], ITEMS[1]
+    flaky = {"on": True}
+
+    def script(body: dict, index: int) -> Any:
+        if flaky["on"] and item.question in json.dumps(body, ensure_ascii=False):
+            return "cut off {"
+        return verdict_for_request(body, index)
+
+    with ScriptedOpenAIServer(script) as srv:
+        (first, judged), _ = run(srv, [item, other], tmp_path)
+        assert first.status == "judge_error" and judged.status == "judged"
+        flaky["on"] = False
+        srv.reset()
+        (again, still), _ = run(srv, [item, other], tmp_path)
+        assert srv.call_count == 1  # the errored item, asked afresh; the judged one from the cache
+    assert again.status == "judged" and again.source == "call" and still.source == "cache"
+    cache = JudgeCache(tmp_path)
+    entry = cache.get(_key(item))
+    cache.close()
+    assert entry is not None and entry.history == ["cut off {", "cut off {"] and not entry.repaired
 
 
 def test_a_cached_invalid_first_reply_costs_only_the_repair_call(tmp_path: Path) -> None:
@@ -230,7 +257,7 @@ def test_a_cached_invalid_first_reply_costs_only_the_repair_call(tmp_path: Path)
         assert srv.call_count == 1
         repair_messages = srv.requests[0].body["messages"]
     assert repair_messages[-2] == {"role": "assistant", "content": INVALID}
-    assert outcome.status == "judged" and outcome.scores is not None
+    assert outcome.status == "judged" and outcome.criteria["faithful"].label is not None
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         (again,), _ = run(srv, [item], tmp_path)
         assert srv.call_count == 0 and again.status == "judged"
@@ -244,16 +271,16 @@ def test_a_cached_reply_is_reparsed_with_the_current_parser(tmp_path: Path) -> N
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         (outcome,), _ = run(srv, [item], tmp_path)
         assert srv.call_count == 0
-    assert outcome.status == "judged" and outcome.source == "cache" and outcome.scores.correctness == 1
+    assert outcome.status == "judged" and outcome.source == "cache" and outcome.criteria["correct"].label == 1
 
 
-def test_a_failed_repair_is_cached_and_not_paid_for_again(tmp_path: Path) -> None:
+def test_a_failed_repair_is_cached_and_not_paid_for_again_when_errors_are_kept(tmp_path: Path) -> None:
     item = ITEMS[0]
     with ScriptedOpenAIServer(default="not json at all") as srv:
         (first,), _ = run(srv, [item], tmp_path)
         assert srv.call_count == 2
         srv.reset()
-        (second,), _ = run(srv, [item], tmp_path)
+        (second,), _ = run(srv, [item], tmp_path, retry_errors=False)
         assert srv.call_count == 0
     assert first.status == second.status == "judge_error"
     assert second.source == "cache" and second.raw == "not json at all"
@@ -289,13 +316,17 @@ def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_pa
         return api.resolve_config(config_path, {"judge.base_url": srv.base_url, "judge.model": srv.model,
                                                 "cache.dir": tmp_path / "cache"}, environ={})
 
+    def run_eval() -> Any:
+        with api.open_judge(config(), quiet=True) as judge:
+            return api.run_eval(config(), judge)
+
     with ScriptedOpenAIServer(verdict_for_request) as srv:
-        first = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
+        first = run_eval()
         judged = [s for s in first.selections if s.judge]
         assert srv.call_count == len(judged) == 82
         srv.reset()
-        again = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
-        assert srv.call_count == 0 and again.totals.cache_hits == 82
+        again = run_eval()
+        assert srv.call_count == 0 and again.judge.totals.cache_hits == 82
 
         target = "billing-v2#2"
         lines = (examples / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
@@ -308,8 +339,9 @@ def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_pa
         affected = {(s.config_id, s.case_id) for s in judged if any(cid == target for cid, _ in s.item.contexts)}
         assert affected
         srv.reset()
-        third = api.run_eval(config(), base_url=srv.base_url, model=srv.model)
+        third = run_eval()
         assert srv.call_count == len(affected)
-    called = {(o.config_id, o.case_id) for o in third.outcomes if o.source == "call"}
+    cases = [c for section in third.judge.per_config.values() for c in section.cases.values() if c.source]
+    called = {(c.config_id, c.case_id) for c in cases if c.source == "call"}
     assert called == affected
-    assert all(o.status == "judged" for o in third.outcomes)
+    assert all(c.status == "judged" for c in cases)

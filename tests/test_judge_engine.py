@@ -15,7 +15,8 @@ import pytest
 
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings, JudgeClient
-from groundjudge.judge.engine import Budget, JudgeEngine, JudgeOutcome, Pricing, outcome_record
+from groundjudge.judge.engine import Budget, JudgeEngine, Pricing
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric, load_rubric
 from tests.support.judge_replies import RecordedSleep, make_item, verdict_dict, verdict_for_request
@@ -27,7 +28,7 @@ RUBRIC = load_rubric(ROOT / "rubrics", "grounded_answer")
 
 def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, concurrency: int = 1,
                budget: Budget | None = None, pricing: Pricing | None = None, rubric: Rubric = RUBRIC,
-               **settings: Any) -> tuple[list[JudgeOutcome], JudgeEngine, RecordedSleep]:
+               **settings: Any) -> tuple[list[CaseJudgement], JudgeEngine, RecordedSleep]:
     options: dict[str, Any] = dict(base_url=srv.base_url, model=srv.model, timeout_s=5.0, max_attempts=3)
     options.update(settings)
     sleep = RecordedSleep()
@@ -42,20 +43,19 @@ def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Pat
     return outcomes, engine, sleep
 
 
-def check_accounting(outcomes: list[JudgeOutcome], items: list[JudgeItem]) -> None:
+def check_accounting(outcomes: list[CaseJudgement], items: list[JudgeItem]) -> None:
     """Every item comes back once, in order; only judged items carry a verdict and scores."""
     assert [(o.case_id, o.config_id) for o in outcomes] == [(i.case_id, i.config_id) for i in items]
     for o in outcomes:
         assert o.status in ("judged", "judge_error", "skipped")
         if o.status == "judged":
-            assert o.verdict is not None and o.scores is not None and o.reason is None
+            assert o.claims and o.criteria and o.reason is None
         else:
-            assert o.verdict is None and o.scores is None, o
+            assert not o.claims and o.criteria == {}, o
             assert o.reason, o
-            assert "scores" not in outcome_record(o)
 
 
-def statuses(outcomes: list[JudgeOutcome]) -> list[str]:
+def statuses(outcomes: list[CaseJudgement]) -> list[str]:
     return [o.status for o in outcomes]
 
 
@@ -69,11 +69,13 @@ def test_all_judged_with_one_call_per_item(tmp_path: Path) -> None:
     check_accounting(outcomes, ITEMS)
     assert statuses(outcomes) == ["judged"] * 3
     for o in outcomes:
-        assert o.source == "call" and o.requests == 1
-        assert o.scores.faithfulness == 0.5 and o.scores.citation_support == 1.0 and o.scores.correctness == 3
-    assert engine.totals.requests == 3 and engine.totals.done == 3 and engine.totals.errors == 0
+        assert o.source == "call" and o.usage.requests == 1
+        values = {name: v.value for name, v in o.criteria.items()}
+        assert values == {"faithful": 0.5, "citations_supported": 1.0, "correct": 3.0}
+        assert (o.label("faithful"), o.label("citations_supported"), o.label("correct")) == (False, True, 3)
+    assert engine.totals.usage.requests == 3 and engine.totals.done == 3 and engine.totals.errors == 0
     assert engine.totals.mode == "json_schema" and engine.totals.stopped is None
-    record = outcome_record(outcomes[0])
+    record = outcomes[0].model_dump(by_alias=True)
     assert [c["class"] for c in record["claims"]] == ["cited_support", "unsupported"]
 
 
@@ -89,7 +91,7 @@ def test_429_with_retry_after_is_retried_and_honoured(tmp_path: Path) -> None:
         assert srv.call_count == 4
     check_accounting(outcomes, ITEMS[:2])
     assert statuses(outcomes) == ["judged", "judged"]
-    assert [o.requests for o in outcomes] == [2, 2]
+    assert [o.usage.requests for o in outcomes] == [2, 2]
     assert sleep.waits == [5.0, 2.0]
 
 
@@ -133,7 +135,7 @@ def test_disconnect_is_retried(tmp_path: Path) -> None:
         assert srv.call_count == 3
     check_accounting(outcomes, ITEMS[:2])
     assert statuses(outcomes) == ["judged", "judged"]
-    assert outcomes[0].requests == 2 and len(sleep.waits) == 1
+    assert outcomes[0].usage.requests == 2 and len(sleep.waits) == 1
 
 
 def test_truncated_json_gets_one_repair_then_judged(tmp_path: Path) -> None:
@@ -144,7 +146,7 @@ def test_truncated_json_gets_one_repair_then_judged(tmp_path: Path) -> None:
         assert srv.call_count == 2
         repair = srv.requests[1].body["messages"]
     check_accounting(outcomes, [item])
-    assert statuses(outcomes) == ["judged"] and outcomes[0].requests == 2
+    assert statuses(outcomes) == ["judged"] and outcomes[0].usage.requests == 2
     assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
     assert repair[2]["content"] == Truncated(valid).truncated_text
     assert "could not be used" in repair[3]["content"] and "JSON" in repair[3]["content"]
@@ -182,7 +184,7 @@ def test_changed_model_id_stops_the_run(tmp_path: Path) -> None:
     assert statuses(outcomes) == ["judge_error"] * 4
     assert "'judge-impostor'" in outcomes[0].reason and "pinned 'judge-test-1'" in outcomes[0].reason
     assert all(o.reason.startswith("not sent: the run stopped after") for o in outcomes[1:])
-    assert all(o.requests == 0 for o in outcomes[1:])
+    assert all(o.usage.requests == 0 for o in outcomes[1:])
     assert engine.totals.stopped and "judge-impostor" in engine.totals.stopped
     # nothing from the other model was cached
     with ScriptedOpenAIServer(verdict_for_request) as srv:
@@ -202,7 +204,7 @@ def test_json_schema_rejected_falls_back_once(tmp_path: Path) -> None:
     assert formats[0]["type"] == "json_schema"
     assert formats[1:] == [{"type": "json_object", "schema": RUBRIC.output_schema}] * 5
     assert engine.totals.mode == "json_object_schema"
-    assert [o.requests for o in outcomes] == [2, 1, 1, 1, 1]
+    assert [o.usage.requests for o in outcomes] == [2, 1, 1, 1, 1]
 
 
 def test_json_schema_rejected_under_concurrency(tmp_path: Path) -> None:
@@ -230,8 +232,8 @@ def test_token_budget_skips_later_items(tmp_path: Path) -> None:
     check_accounting(outcomes, items)
     assert statuses(outcomes) == ["judged", "judged", "skipped", "skipped"]
     assert all(o.reason == "budget: max_tokens 300 reached" for o in outcomes[2:])
-    assert engine.totals.prompt_tokens == 200 and engine.totals.completion_tokens == 100
-    assert outcomes[0].prompt_tokens == 100 and outcomes[0].completion_tokens == 50
+    assert engine.totals.usage.prompt_tokens == 200 and engine.totals.usage.completion_tokens == 100
+    assert outcomes[0].usage.prompt_tokens == 100 and outcomes[0].usage.completion_tokens == 50
 
 
 def test_cost_budget_skips_later_items(tmp_path: Path) -> None:
@@ -246,7 +248,7 @@ def test_cost_budget_skips_later_items(tmp_path: Path) -> None:
         assert srv.call_count == 1
     check_accounting(outcomes, items)
     assert statuses(outcomes) == ["judged", "skipped", "skipped"]
-    assert outcomes[0].cost_usd == pytest.approx(0.01) and engine.totals.cost_usd == pytest.approx(0.01)
+    assert outcomes[0].usage.cost_usd == pytest.approx(0.01) and engine.totals.usage.cost_usd == pytest.approx(0.01)
     assert all(o.reason == "budget: max_cost_usd 0.01 reached" for o in outcomes[1:])
 
 
@@ -289,4 +291,4 @@ def test_mixed_faults_each_item_ends_honestly(tmp_path: Path) -> None:
     assert outcomes[2].reason.startswith("HTTP 500 after 3 attempt(s)")
     assert outcomes[3].reason.startswith("invalid verdict after one repair")
     assert outcomes[4].reason.startswith("invalid verdict after one repair")
-    assert engine.totals.errors == 3 and engine.totals.requests == 10
+    assert engine.totals.errors == 3 and engine.totals.usage.requests == 10

@@ -70,24 +70,25 @@ def test_embedded_judge_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "report.json").read_text())
     judge = report["judge"]
-    assert judge["provenance"]["model"] == local.MODEL_ID
-    records = [r for cfg in judge["per_config"].values() for r in cfg["per_case"].values()]
+    assert judge["identity"]["model"] == local.MODEL_ID
+    records = [r for cfg in judge["per_config"].values() for r in cfg["cases"].values() if r["source"]]
     judged = [r for r in records if r["status"] == "judged"]
     assert len(judged) + sum(r["status"] == "judge_error" for r in records) == 3
     assert judged, [r.get("reason") for r in records if r["status"] == "judge_error"]
     for r in judged:
         assert r["claims"] and r["source"] == "call"
-        assert 0.0 <= r["scores"]["faithfulness"] <= 1.0
+        assert all(v["value"] is None or v["value"] >= 0 for v in r["criteria"].values())
     # The server was stopped: nothing listens on its port any more.
-    port = int(judge["provenance"]["base_url"].rsplit(":", 1)[1].split("/")[0])
+    port = int(judge["base_url"].rsplit(":", 1)[1].split("/")[0])
     import socket
 
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
-    # A second identical run is answered entirely from the cache.
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    # A second identical run is answered entirely from the cache, without starting the server.
+    proc = subprocess.run([*cmd, "--keep-errors"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          check=False)
     assert proc.returncode == 0, proc.stderr
     again = json.loads((out / "report.json").read_text())["judge"]
-    assert again["totals"]["requests"] == 0
+    assert again["totals"]["usage"]["requests"] == 0 and again["base_url"] is None
     assert again["totals"]["cache_hits"] == len(judged) + sum(r["status"] == "judge_error" for r in records)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,10 +13,21 @@ from groundjudge.judge.verdict import (
     VerdictError,
     extract_json,
     parse_verdict,
-    score_verdict,
 )
+from groundjudge.judge.engine import claims_of
+from groundjudge.judge.rubric import load_rubric
+from groundjudge.judge.scoring import criterion_values
 
 IDS = ["a#1", "a#2", "b#1"]
+RUBRIC = load_rubric(Path(__file__).resolve().parent.parent / "rubrics", "grounded_answer")
+
+
+def score_verdict(verdict: RawVerdict, *, has_expected_answer: bool) -> dict:
+    """The grounded_answer v1 criteria's values for a verdict, by metric name."""
+    values = criterion_values(RUBRIC.criteria, claims=claims_of(verdict), fields=verdict.fields,
+                              has_expected_answer=has_expected_answer)
+    return {c.metric_name: values[c.name].value for c in RUBRIC.criteria} | {"labels": {
+        name: v.label for name, v in values.items()}, "classes": [c.klass for c in claims_of(verdict)]}
 
 
 def claim(verdict: str = "supported", cited: list[str] | None = None, support: list[str] | None = None,
@@ -75,7 +87,7 @@ def test_off_menu_verdict_is_an_error_not_a_grade() -> None:
         parse_verdict(reply(claim("SUPPORTED", support=["a#1"])), IDS)
 
 
-@pytest.mark.parametrize("correctness", [4, -1, "high", None, 2.5])
+@pytest.mark.parametrize("correctness", [4, -1, "high", 2.5])
 def test_off_scale_correctness_is_an_error(correctness: object) -> None:
     body = json.dumps({"claims": [claim(support=["a#1"])], "correctness": correctness, "reason": ""})
     with pytest.raises(VerdictError, match="correctness"):
@@ -85,10 +97,19 @@ def test_off_scale_correctness_is_an_error(correctness: object) -> None:
 def test_missing_fields_are_errors() -> None:
     with pytest.raises(VerdictError, match="claims"):
         parse_verdict('{"correctness": 2, "reason": "x"}', IDS)
-    with pytest.raises(VerdictError, match="correctness"):
-        parse_verdict('{"claims": [], "reason": "x"}', IDS)
     with pytest.raises(VerdictError, match="claim"):
         parse_verdict(reply({"verdict": "unsupported"}), IDS)
+    # correctness is read by the `correct` criterion: missing it is an error where it is graded
+    no_grade = parse_verdict('{"claims": [{"claim": "c", "verdict": "unsupported"}], "reason": "x"}', IDS)
+    with pytest.raises(VerdictError, match="correctness"):
+        score_verdict(no_grade, has_expected_answer=True)
+    assert score_verdict(no_grade, has_expected_answer=False)["correctness"] is None
+
+
+def test_no_claims_for_an_answer_with_text_is_an_error() -> None:
+    with pytest.raises(VerdictError, match="claims is empty"):
+        parse_verdict(reply(correctness=0), IDS)
+    assert parse_verdict(reply(correctness=0), IDS, answer_has_text=False).claims == []
 
 
 def test_support_id_not_in_context_is_an_error() -> None:
@@ -96,9 +117,15 @@ def test_support_id_not_in_context_is_an_error() -> None:
         parse_verdict(reply(claim(cited=["a#1"], support=["a#1", "zz#9"])), IDS)
 
 
-def test_supported_claim_without_support_is_an_error() -> None:
+def test_supported_cited_claim_without_support_is_an_error() -> None:
     with pytest.raises(VerdictError, match="names no supporting"):
         parse_verdict(reply(claim("supported", cited=["a#1"], support=[])), IDS)
+
+
+def test_supported_uncited_claim_needs_no_support_ids() -> None:
+    """Answers without citations (most real ones) must not fail for want of support ids."""
+    verdict = parse_verdict(reply(claim("supported", cited=[], support=[])), IDS)
+    assert score_verdict(verdict, has_expected_answer=True)["faithfulness"] == 1.0
 
 
 def test_cited_ids_outside_the_context_are_allowed() -> None:
@@ -118,28 +145,31 @@ def test_scores_are_counted_from_claims() -> None:
         correctness=2,
     ), IDS)
     scores = score_verdict(verdict, has_expected_answer=True)
-    assert scores.claims == 6
-    assert scores.faithfulness == pytest.approx(3 / 6)
+    assert len(scores["classes"]) == 6
+    assert scores["faithfulness"] == pytest.approx(3 / 6)
     # claims with citations: 1, 2, 4, 5; supported by a cited id: only claim 1
-    assert scores.citation_support == pytest.approx(1 / 4)
-    assert scores.correctness == 2
-    assert (scores.unsupported_claims, scores.contradicted_claims, scores.misattributed_citations) == (1, 1, 1)
+    assert scores["citation_support"] == pytest.approx(1 / 4)
+    assert scores["correctness"] == 2
+    assert scores["labels"] == {"faithful": False, "correct": 2, "citations_supported": False}
+    assert [scores["classes"].count(k) for k in ("unsupported", "contradicted", "misattributed")] == [1, 1, 1]
 
 
 def test_model_stated_scores_are_ignored() -> None:
     raw = reply(claim("unsupported", cited=["a#1"]), claim("supported", support=["a#1"]),
                 faithfulness=1.0, citation_support=1.0, score=10)
     scores = score_verdict(parse_verdict(raw, IDS), has_expected_answer=True)
-    assert scores.faithfulness == pytest.approx(0.5)
-    assert scores.citation_support == 0.0
+    assert scores["faithfulness"] == pytest.approx(0.5)
+    assert scores["citation_support"] == 0.0
 
 
 def test_undefined_scores_are_none_not_zero() -> None:
-    no_claims = score_verdict(parse_verdict(reply(correctness=0), IDS), has_expected_answer=False)
-    assert no_claims.faithfulness is None and no_claims.citation_support is None
-    assert no_claims.correctness is None  # no expected answer: correctness is not a grade
+    no_claims = score_verdict(parse_verdict(reply(correctness=0), IDS, answer_has_text=False),
+                              has_expected_answer=False)
+    assert no_claims["faithfulness"] is None and no_claims["citation_support"] is None
+    assert no_claims["correctness"] is None  # no expected answer: correctness is not a grade
+    assert no_claims["labels"] == {"faithful": None, "correct": None, "citations_supported": None}
     uncited = score_verdict(parse_verdict(reply(claim(support=["a#1"])), IDS), has_expected_answer=True)
-    assert uncited.faithfulness == 1.0 and uncited.citation_support is None
+    assert uncited["faithfulness"] == 1.0 and uncited["citation_support"] is None
 
 
 @pytest.mark.parametrize(("verdict", "cited", "support", "expected"), [
@@ -161,11 +191,9 @@ def test_verdicts_are_frozen() -> None:
 
 
 def test_correctness_may_be_given_as_a_word_and_is_scored_as_its_grade():
-    from groundjudge.judge.verdict import parse_verdict, score_verdict
-
     raw = ('{"claims": [{"claim": "c", "cited": ["a"], "verdict": "supported", "support": ["a"]}], '
            '"correctness": "incomplete", "reason": "r"}')
-    assert score_verdict(parse_verdict(raw, ["a"]), has_expected_answer=True).correctness == 2
+    assert score_verdict(parse_verdict(raw, ["a"]), has_expected_answer=True)["correctness"] == 2
     for bad in ('"almost"', "4", "true", "2.0"):
         with pytest.raises(VerdictError):
-            parse_verdict(raw.replace('"incomplete"', bad), ["a"])
+            score_verdict(parse_verdict(raw.replace('"incomplete"', bad), ["a"]), has_expected_answer=True)

@@ -121,34 +121,55 @@ def test_paired_permutation_test_is_seeded_and_detects_a_real_shift():
 
 # --- the report schema -----------------------------------------------------------------------------
 
-def _validator():
+def _validator(name: str):
     import jsonschema
 
-    result = CliRunner().invoke(main, ["schema", "report"])
+    result = CliRunner().invoke(main, ["schema", name])
     schema = json.loads(result.output)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
+def _errors(validator, doc) -> list[str]:
+    return [f"{list(e.path)}: {e.message}" for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.path))]
+
+
 def test_every_report_validates_against_the_published_schema(run_dir, metrics_dir, tmp_path):
-    validator = _validator()
+    """The schemas are generated from the models the documents are written from."""
+    report, metrics = _validator("report"), _validator("metrics")
+    assert not _errors(report, json.loads((run_dir / "out" / "report.json").read_text()))
+    assert not _errors(metrics, json.loads((metrics_dir / "metrics.json").read_text()))
     trec = ROOT.parent / "shared" / "data" / "trec" / "trec_eval_test"
-    docs = [json.loads((run_dir / "out" / "report.json").read_text()),
-            json.loads((metrics_dir / "metrics.json").read_text())]
     if trec.exists():
         assert CliRunner().invoke(main, ["metrics", "--qrels", str(trec / "qrels.test"), "--run",
                                          str(trec / "results.test"), "--out", str(tmp_path), "--quiet"]).exit_code == 0
-        docs.append(json.loads((tmp_path / "metrics.json").read_text()))
-    for doc in docs:
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
-        assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+        assert not _errors(metrics, json.loads((tmp_path / "metrics.json").read_text()))
 
 
-def test_the_schema_rejects_a_scored_judge_error():
-    validator = _validator()
-    record = {"status": "judge_error", "reason": "timed out", "scores": {"faithfulness": 0.0}}
-    sub = {"$ref": "#/$defs/judge_record", "$defs": validator.schema["$defs"]}
-    import jsonschema
+def test_the_schema_rejects_a_scored_judge_error_and_a_reasonless_skip(run_dir):
+    import copy
 
-    assert list(jsonschema.Draft202012Validator(sub).iter_errors(record))
-    assert not list(jsonschema.Draft202012Validator(sub).iter_errors({"status": "skipped", "reason": "x"}))
+    validator = _validator("report")
+    doc = json.loads((run_dir / "out" / "report.json").read_text())
+    cases = doc["judge"]["per_config"]["candidate"]["cases"]
+    judged = next(c for c in cases.values() if c["status"] == "judged")
+    scored_error = copy.deepcopy(doc)
+    scored_error["judge"]["per_config"]["candidate"]["cases"][judged["case_id"]].update(
+        status="judge_error", reason="timed out")
+    assert any("criteria" in e or "claims" in e for e in _errors(validator, scored_error))
+    skipped = next(cid for cid, c in cases.items() if c["status"] == "skipped")
+    reasonless = copy.deepcopy(doc)
+    reasonless["judge"]["per_config"]["candidate"]["cases"][skipped]["reason"] = None
+    assert _errors(validator, reasonless)
+
+
+def test_a_report_of_schema_version_1_is_refused_by_name(run_dir, tmp_path):
+    old = json.loads((run_dir / "out" / "report.json").read_text())
+    old["schema_version"] = 1
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    result = CliRunner().invoke(main, ["calibrate", "--report", str(path), "--labels",
+                                       str(ROOT / "calibration" / "labels" / "example_rater_a.jsonl"),
+                                       "--records-dir", str(tmp_path / "records")])
+    assert result.exit_code == 2
+    assert "report schema version 1 is not readable here" in result.output and "run `groundjudge run` again" in result.output

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import os
 import signal
@@ -48,19 +48,20 @@ def check_report(report: dict[str, Any]) -> Counter:
     counts: Counter = Counter()
     assert list(judge["per_config"]) == ["baseline", "candidate"]
     for cfg, section in judge["per_config"].items():
-        per_case = section["per_case"]
+        per_case = section["cases"]
         assert list(per_case) == GOLDEN_IDS, cfg
         for cid, record in per_case.items():
             assert record["status"] in ("judged", "skipped", "judge_error"), (cfg, cid)
             if record["status"] == "judged":
-                assert record["scores"]["claims"] >= 1
+                assert len(record["claims"]) >= 1 and set(record["criteria"]) == {
+                    "faithful", "correct", "citations_supported"}
             else:
                 assert record["reason"], (cfg, cid)
-                assert "scores" not in record
+                assert record["criteria"] == {} and record["claims"] == []
             counts[record["status"]] += 1
-        assert section["aggregate"]["status_counts"] == dict(Counter(r["status"] for r in per_case.values()))
-    prov = judge["provenance"]
-    assert prov["rubric"] == {"id": "grounded_answer", "version": 1, "hash": LOCKED_HASH}
+        assert section["summary"]["status_counts"] == dict(Counter(r["status"] for r in per_case.values()))
+    ident = judge["identity"]
+    assert ident["rubric"] == {"id": "grounded_answer", "version": 1, "hash": LOCKED_HASH}
     return counts
 
 
@@ -88,28 +89,39 @@ def test_run_example_reports_every_case(tmp_path: Path) -> None:
     assert counts == {"judged": 80, "skipped": 20, "judge_error": 2}
     assert calls == 80 + 2 * 2  # one call per case, plus one repair for each invalid verdict
     judge = report["judge"]
-    assert judge["provenance"]["model"] == srv.model and judge["provenance"]["base_url"] == srv.base_url
-    assert judge["provenance"]["decoding"]["temperature"] == 0.0
-    assert judge["totals"]["requests"] == calls and judge["totals"]["judge_errors"] == 2
+    assert judge["identity"]["model"] == srv.model and judge["base_url"] == srv.base_url
+    assert judge["identity"]["decoding"]["temperature"] == 0.0
+    assert judge["totals"]["usage"]["requests"] == calls and judge["totals"]["judge_errors"] == 2
     for cfg in ("baseline", "candidate"):
-        record = judge["per_config"][cfg]["per_case"]["q002"]
+        record = judge["per_config"][cfg]["cases"]["q002"]
         assert record["status"] == "judge_error" and record["reason"].startswith("invalid verdict after one repair")
-    assert judge["per_config"]["baseline"]["per_case"]["q009"] == {
-        "status": "skipped", "reason": "decided deterministically: abstain has no claims to judge"}
+    skipped = judge["per_config"]["baseline"]["cases"]["q009"]
+    assert (skipped["status"], skipped["reason"], skipped["usage"]["requests"]) == (
+        "skipped", "decided deterministically: abstain has no claims to judge", 0)
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "## Judge" in markdown and "| judged / skipped / judge_error | 41 / 9 / 1 | 39 / 11 / 1 |" in markdown
     assert "`q002` (baseline): invalid verdict after one repair" in markdown
 
-    # an unchanged re-run: zero calls, the same verdicts
+    # an unchanged re-run with --keep-errors: zero calls, the same verdicts
     with ScriptedOpenAIServer(example_script) as srv:
-        again = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
-                               env=cli_env(), capture_output=True, text=True, timeout=120)
+        again = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet", "--keep-errors"),
+                               cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
         assert srv.call_count == 0
     assert again.returncode == 0, again.stderr
     rerun = json.loads((tmp_path / "out" / "report.json").read_text())
     assert check_report(rerun) == counts
     assert rerun["judge"]["totals"]["cache_hits"] == 82
-    assert rerun["judge"]["per_config"]["candidate"]["aggregate"] == judge["per_config"]["candidate"]["aggregate"]
+
+    # by default a re-run asks the errored cases again (call + repair each), judged ones cost nothing
+    with ScriptedOpenAIServer(example_script) as srv:
+        third = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
+                               env=cli_env(), capture_output=True, text=True, timeout=120)
+        assert srv.call_count == 4
+        assert {question_in_request(r.body) for r in srv.requests} == {BAD_QUESTION}
+    assert third.returncode == 0, third.stderr
+    rerun = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert check_report(rerun) == counts and rerun["judge"]["totals"]["cache_hits"] == 80
+    assert rerun["judge"]["per_config"]["candidate"]["summary"] == judge["per_config"]["candidate"]["summary"]
 
 
 def _closed_port() -> int:
@@ -119,9 +131,8 @@ def _closed_port() -> int:
 
 
 def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = api.client_settings
-    monkeypatch.setattr(api, "client_settings",
-                        lambda *a, **k: dataclasses.replace(original(*a, **k), backoff_initial_s=0.0))
+    from groundjudge.judge import session
+    monkeypatch.setattr(session, "ClientSettings", functools.partial(session.ClientSettings, backoff_initial_s=0.0))
     for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
         monkeypatch.delenv(var, raising=False)
     url = f"http://127.0.0.1:{_closed_port()}/v1"
@@ -134,7 +145,7 @@ def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     counts = check_report(report)
     assert counts == {"judge_error": 82, "skipped": 20}
     reasons = Counter(r["reason"].split(":")[0] for s in report["judge"]["per_config"].values()
-                      for r in s["per_case"].values() if r["status"] == "judge_error")
+                      for r in s["cases"].values() if r["status"] == "judge_error")
     assert set(reasons) == {"connection failed after 4 attempt(s)", "not sent"}
 
 
@@ -178,4 +189,41 @@ def test_killed_run_resumes_without_repeating_answered_calls(tmp_path: Path) -> 
     counts = check_report(report)
     assert counts["judged"] == cases and counts["judge_error"] == 0
     assert report["judge"]["totals"]["cache_hits"] == answered_before_kill
-    assert report["judge"]["selection"]["skip_reasons"]["budget"] == 82 - cases
+    assert report["judge"]["skip_reasons"]["budget"] == 82 - cases
+
+
+@pytest.mark.parametrize("args", [[], ["--golden", "missing.jsonl", "--traces", "missing-too.jsonl"]])
+def test_bad_inputs_are_reported_before_the_embedded_judge_is_touched(tmp_path: Path, args: list[str]) -> None:
+    """No judge configured means the embedded one, yet bad inputs stop the run first: the model is
+    not assembled, no server starts, nothing is written."""
+    env = {**cli_env(), "GROUNDJUDGE_MODELS_DIR": str(tmp_path / "models")}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "groundjudge.cli", "run", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: bad input" in proc.stderr
+    assert ("give --golden" in proc.stderr) if not args else ("missing.jsonl" in proc.stderr)
+    assert not (tmp_path / "models").exists() and not (tmp_path / "cache").exists()
+    assert not (tmp_path / "runs").exists()
+    assert "embedded judge" not in proc.stderr and time.monotonic() - started < 120
+
+
+def test_a_fully_cached_run_never_starts_the_embedded_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verdicts cached under the embedded judge's model id: a re-run needs no call, so the
+    session never starts a server (here one could not even start: its parts are not found)."""
+    from groundjudge.judge import local
+
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        srv.model = local.MODEL_ID
+        first = subprocess.run(groundjudge_run(srv.base_url, local.MODEL_ID, tmp_path, "--quiet", "--max-cases", "4"),
+                               cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr
+    env = {**cli_env(), "GROUNDJUDGE_MODELS_DIR": str(tmp_path / "no-models")}
+    # no base URL: the embedded judge, with the same pinned model id and decoding as above
+    cmd = [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE), "--cache-dir",
+           str(tmp_path / "cache"), "--out", str(tmp_path / "again"), "--max-cases", "4", "--concurrency", "4"]
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    report = json.loads((tmp_path / "again" / "report.json").read_text())
+    assert report["judge"]["totals"]["cache_hits"] == 4 and report["judge"]["base_url"] is None
+    assert not (tmp_path / "no-models").exists()

@@ -1,3 +1,60 @@
-"""groundjudge: grade the answers of RAG systems and decide whether a release may ship."""
+"""groundjudge: grade the answers of RAG systems and decide whether a release may ship.
 
-__version__ = "0.1.0"
+    import groundjudge as gj
+    config = gj.resolve_config("examples/groundjudge.toml")
+    with gj.open_judge(config) as judge:
+        result = gj.run_eval(config, judge)
+    gj.write_run_reports(result, "runs/notebook")
+
+Names are imported on first use, so ``import groundjudge`` (and the command line) stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "resolve_config": "groundjudge.api",
+    "load_inputs": "groundjudge.api",
+    "rubric_for": "groundjudge.api",
+    "open_judge": "groundjudge.api",
+    "run_eval": "groundjudge.api",
+    "RunResult": "groundjudge.api",
+    "report_document": "groundjudge.api",
+    "write_run_reports": "groundjudge.api",
+    "compute_metrics": "groundjudge.api",
+    "write_metrics_reports": "groundjudge.api",
+    "profile_report": "groundjudge.api",
+    "calibrate": "groundjudge.api",
+    "position_probe": "groundjudge.api",
+    "compare": "groundjudge.api",
+    "Config": "groundjudge.config",
+    "JudgeSession": "groundjudge.judge.session",
+    "JudgeRun": "groundjudge.judge.results",
+    "CaseJudgement": "groundjudge.judge.results",
+    "GateReport": "groundjudge.gate",
+    "Rubric": "groundjudge.judge.rubric",
+    "Dataset": "groundjudge.load.dataset",
+    "GroundjudgeError": "groundjudge.errors",
+    "InputError": "groundjudge.errors",
+    "JudgeUnavailable": "groundjudge.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'groundjudge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

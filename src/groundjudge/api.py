@@ -1,46 +1,46 @@
-"""The library API behind the command line: the same results from Python or a notebook."""
+"""The library API behind the command line: the same results from Python or a notebook.
+
+    import groundjudge as gj
+    config = gj.resolve_config("examples/groundjudge.toml")
+    with gj.open_judge(config) as judge:
+        result = gj.run_eval(config, judge)
+    gj.write_run_reports(result, "runs/notebook")
+
+Inputs are loaded and checked before anything else happens; the embedded judge starts only
+when a case actually needs a call.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import hashlib
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import find_records
-from groundjudge.calibrate.trust import TrustRules
-from groundjudge.calibrate.verdicts import items_from_judge_section, load_labels, lookup, primary_rater
-from groundjudge.config import Config, api_key, apply_environment, load_config
-from groundjudge.gate import evaluate_gates
-from groundjudge.judge.cache import JudgeCache
-from groundjudge.judge.client import ClientSettings, JudgeClient
-from groundjudge.judge.engine import Budget, JudgeEngine, JudgeOutcome, JudgeTotals, Pricing
-from groundjudge.judge.rubric import Rubric, load_rubric
-from groundjudge.load.adapters import detect_format, load_any
+from groundjudge.calibrate.trust import TrustRules, TrustStatus
+from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, items_from_judge, load_labels, lookup, primary_rater
+from groundjudge.config import Config, apply_environment, load_config
+from groundjudge.errors import InputError
+from groundjudge.gate import GateReport, evaluate_gates
+from groundjudge.judge.results import CriterionInfo, JudgeRun
+from groundjudge.judge.rubric import Rubric, load_rubric, packaged_rubrics
+from groundjudge.judge.run import judge_run, judge_selected
+from groundjudge.judge.session import JudgeSession
 from groundjudge.load.dataset import Dataset
-from groundjudge.load.errors import InputError
-from groundjudge.profiles import ProfileResult, run_profile
 from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
-from groundjudge.files import write_json_atomic, write_text_atomic
-from groundjudge.report.gates_md import render_gates_markdown
-from groundjudge.report.html import render_html
-from groundjudge.report.junit import junit_xml
-from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
-from groundjudge.report.judge_section import judge_document, render_judge_markdown
-from groundjudge.report.markdown import render_markdown
-from groundjudge.report.metrics_json import metrics_document
-from groundjudge.report.trec_json import trec_document
-from groundjudge.select import SelectSettings, Selection, judge_item, select_cases
-
-PACKAGE_RUBRICS = Path(__file__).resolve().parents[2] / "rubrics"
+from groundjudge.select import Selection, SelectSettings, judge_item, select_cases
 
 
-def resolve_config(config_path: Path | None = None, flags: dict[str, Any] | None = None,
+def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] | None = None,
                    environ: dict[str, str] | None = None) -> Config:
     """Defaults < config file < environment < flags. ``flags`` maps "section.name" to a value;
     ``None`` (and an empty list or tuple) means the flag was not given."""
@@ -67,6 +67,8 @@ def _where(config: Config) -> str:
 
 
 def load_inputs(config: Config) -> Dataset:
+    from groundjudge.load.adapters import load_any
+
     inputs = config.inputs
     if not inputs.golden or not inputs.traces:
         raise InputError.one(_where(config), None, "golden/traces",
@@ -75,131 +77,78 @@ def load_inputs(config: Config) -> Dataset:
     return dataset
 
 
-def compute_metrics(config: Config) -> dict[str, Any]:
-    """Load the inputs named by ``config`` and return the metrics document (nothing is written)."""
-    inputs = config.inputs
-    settings = metric_settings(config)
-    if inputs.qrels or inputs.run:
-        if not (inputs.qrels and inputs.run):
-            raise InputError.one(_where(config), None, "qrels/run", "give both --qrels and --run for TREC files")
-        return trec_document(inputs.qrels, inputs.run, settings)
-    dataset = load_inputs(config)
-    return metrics_document(dataset, evaluate_dataset(dataset, settings), settings)
-
-
-def profile_report(config: Config, name: str) -> ProfileResult:
-    """The replaced system's own report, from the inputs in its own format."""
-    inputs = config.inputs
-    if not inputs.golden or not inputs.traces:
-        raise InputError.one(_where(config), None, "profile", "a profile needs --golden and --traces")
-    found = detect_format(inputs.golden, inputs.traces)
-    if found != name:
-        raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
-                                                         f"{found} files")
-    return run_profile(name, inputs.golden, inputs.traces, inputs.live)
-
-
-def write_metrics_reports(doc: dict[str, Any], out_dir: Path, profile: ProfileResult | None = None) -> None:
-    text = render_markdown(doc)
-    if profile is not None:
-        doc = {**doc, "profile": {"name": profile.name, "passed": profile.passed, "report": profile.report}}
-        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
-        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-    write_json_atomic(out_dir / "metrics.json", doc)
-    write_text_atomic(out_dir / "report.md", text)
-
-
-EMBEDDED_TIMEOUT_S = 900.0
-
-
-def for_embedded_judge(config: Config) -> Config:
-    """Settings the embedded judge needs: it serves one request at a time on the CPU, so more
-    than one call in flight only queues on the server and runs into client timeouts."""
-    if config.judge.base_url:
-        return config
-    judge = config.judge.model_copy(update={"concurrency": 1,
-                                            "timeout_s": max(config.judge.timeout_s, EMBEDDED_TIMEOUT_S)})
-    return config.model_copy(update={"judge": judge})
-
-
 def rubric_for(config: Config) -> Rubric:
-    rubrics_dir = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else PACKAGE_RUBRICS)
-    return load_rubric(rubrics_dir, config.judge.rubric, config.judge.rubric_version)
+    """The rubric named in ``[judge]``: from ``rubrics_dir``, else ``./rubrics`` when it exists,
+    else the rubrics installed with the package."""
+    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
+    if folder is None:
+        with packaged_rubrics() as installed:
+            return load_rubric(installed, config.judge.rubric, config.judge.rubric_version)
+    return load_rubric(folder, config.judge.rubric, config.judge.rubric_version)
 
 
-def client_settings(config: Config, base_url: str, model: str) -> ClientSettings:
-    j = config.judge
-    return ClientSettings(
-        base_url=base_url, model=model, api_key=api_key(), model_snapshots=tuple(j.model_snapshots),
-        temperature=j.temperature, seed=j.seed, max_tokens=j.max_output_tokens, timeout_s=j.timeout_s,
-        max_attempts=j.max_attempts, requests_per_minute=j.requests_per_minute, output_mode=j.output_mode,
-    )
+@contextmanager
+def open_judge(config: Config, *, rubric: Rubric | None = None, log: IO[str] | None = None,
+               quiet: bool = False) -> Iterator[JudgeSession]:
+    """The run's judge: rubric, pinned model, decoding, cache and endpoint in one session.
+
+    With no base URL configured, the embedded judge starts on the first call that is needed
+    and stops when the block ends, however it ends.
+    """
+    session = JudgeSession(config, rubric or rubric_for(config), log=None if quiet else (log or sys.stderr))
+    with session:
+        yield session
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
-    document: dict[str, Any]
-    triage: list[dict[str, Any]]
-    outcomes: list[JudgeOutcome]
-    selections: list[Selection]
-    totals: JudgeTotals
-    exit_code: int
+    """Everything one run found, typed: reports are written from it, nothing re-reads them."""
+
+    config: Config
     dataset: Dataset
+    settings: MetricSettings
+    metrics: MetricsRun
+    selections: tuple[Selection, ...]
+    judge: JudgeRun
+    gates: GateReport
+    calibration: dict[str, Any] | None  # the record this judge is held to, if any
+    bias_corrected: dict[str, Any] | None
+    exit_code: int
+
+    @property
+    def passed(self) -> bool:
+        return self.gates.passed
 
 
-def judge_selected(config: Config, rubric: Rubric, selections: list[Selection], base_url: str, model: str,
-                   progress: Any = None) -> tuple[list[JudgeOutcome], JudgeTotals, dict[str, Any], dict[str, Any]]:
+def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
     j = config.judge
-    client = JudgeClient(client_settings(config, base_url, model))
-    cache = JudgeCache(config.cache.dir, enabled=config.cache.enabled)
-    engine = JudgeEngine(
-        rubric=rubric, client=client, cache=cache, concurrency=j.concurrency,
-        budget=Budget(max_tokens=j.max_tokens, max_cost_usd=j.max_cost_usd),
-        pricing=Pricing(j.price_prompt_per_mtok, j.price_completion_per_mtok),
-        on_progress=progress.update if progress is not None else None,
-    )
-    items = [s.item for s in selections if s.judge and s.item is not None]
-    if progress is not None:
-        progress.start(len(items))
-    try:
-        outcomes = asyncio.run(engine.run(items))
-        stats = cache.stats()
-    finally:
-        cache.close()
-    return outcomes, engine.totals, stats, client.settings.decoding()
-
-
-def run_eval(config: Config, *, base_url: str, model: str, progress: Any = None) -> RunResult:
-    """metrics -> select -> judge -> report document. Inputs are checked before any call."""
-    rubric = rubric_for(config)
-    dataset = load_inputs(config)
-    settings = metric_settings(config)
-    metrics: MetricsRun = evaluate_dataset(dataset, settings)
-    j = config.judge
-    selections = select_cases(dataset, metrics, SelectSettings(
+    return select_cases(dataset, metrics, SelectSettings(
         smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config))
-    outcomes, totals, cache_stats, decoding = judge_selected(config, rubric, selections, base_url, model, progress)
-    doc = metrics_document(dataset, metrics, settings)
-    doc["kind"] = "groundjudge.report"
-    doc["judge"] = judge_document(dataset, selections, outcomes, totals, cache_stats, rubric=rubric,
-                                  model=model, base_url=base_url, decoding=decoding)
-    if config.inputs.labels:
-        doc["judge"]["bias_corrected"] = bias_corrected_rates(doc, load_labels(config.inputs.labels))
+
+
+def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
+             ) -> RunResult:
+    """metrics -> select -> judge -> calibration -> gates. Inputs are checked before any call
+    (``dataset``: inputs already loaded from ``config``)."""
+    dataset = dataset if dataset is not None else load_inputs(config)
+    settings = metric_settings(config)
+    metrics = evaluate_dataset(dataset, settings)
+    selections = select(config, dataset, metrics)
+    judged = judge_run(judge, dataset, selections, progress)
+    humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
     records = find_records(config.trust.records_dir)
-    doc["gates"] = evaluate_gates(doc, config.gates, trust_rules(config), records)
-    doc["calibration"] = calibration_summary(doc["gates"], records)
-    judged_any = any(o.status == "judged" for o in outcomes)
-    if totals.stopped and not judged_any:
-        exit_code = 3
-    else:
-        exit_code = 0 if doc["gates"]["passed"] else 1
-    return RunResult(doc, triage_records(dataset, doc), outcomes, selections, totals, exit_code, dataset)
+    gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records)
+    judged_any = any(c.status == "judged" for s in judged.per_config.values() for c in s.cases.values())
+    exit_code = 3 if judged.totals.stopped and not judged_any else (0 if gates.passed else 1)
+    return RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
+                     selections=tuple(selections), judge=judged, gates=gates,
+                     calibration=calibration_summary(gates, records),
+                     bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code)
 
 
-def calibration_summary(gates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The calibration record this run's judge is held to, if one exists for it exactly."""
-    path = next((t["record"] for t in gates["trust"].values() if t.get("record")), None)
+    path = next((t.record for t in gates.trust.values() if t.record), None)
     record = next((r for r in records if r.get("_path") == path), None) if path else None
     if record is None:
         return None
@@ -214,76 +163,200 @@ def trust_rules(config: Config) -> TrustRules:
     return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
 
 
-def bias_corrected_rates(doc: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any]:
-    """PPI estimates per config and judge rate: the judge on all cases, humans on a subset."""
+def bias_corrected_rates(judge: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]]) -> dict[str, Any]:
+    """PPI estimates per config and criterion: the judge on every judged case, humans on the
+    labelled subset (binary criteria as rates, ordinal ones as mean grades)."""
     primary = primary_rater(humans)
-    items, _ = items_from_judge_section(doc["judge"])
+    items = items_from_judge(judge)
     out: dict[str, Any] = {"primary_rater": primary}
-    for cfg in doc["judge"]["per_config"]:
+    for cfg in judge.per_config:
         mine = {k: v for k, v in items.items() if k[1] == cfg}
         per: dict[str, Any] = {}
-        for metric, criterion in (("faithfulness", "faithful"), ("citation_support", "citations_supported")):
-            judge_all = [float(v.labels[criterion]) for v in mine.values() if v.labels[criterion] is not None]
-            pairs = [(float(v.labels[criterion]), float(h.labels[criterion])) for k, v in mine.items()
+        for crit in judge.criteria:
+            name = crit.name
+            judge_all = [float(v.labels[name]) for v in mine.values() if v.labels[name] is not None]
+            pairs = [(float(v.labels[name]), float(h.labels[name])) for k, v in mine.items()
                      if (h := lookup(humans[primary], k)) is not None
-                     and v.labels[criterion] is not None and h.labels[criterion] is not None]
-            per[f"{criterion}_rate"] = ppi_mean(judge_all, [p[0] for p in pairs], [p[1] for p in pairs])
+                     and v.labels[name] is not None and h.labels.get(name) is not None]
+            key = f"{name}_rate" if crit.kind == "binary" else f"{name}_mean"
+            per[key] = ppi_mean(judge_all, [p[0] for p in pairs], [p[1] for p in pairs])
         out[cfg] = per
     return out
 
 
-def write_run_reports(result: RunResult, out_dir: Path, *, junit: Path | None = None) -> None:
-    """report.json, report.md, triage.md and triage.jsonl (and JUnit XML when asked)."""
-    doc = result.document
+def report_document(result: RunResult) -> Any:
+    """The typed ``report.json`` of a run."""
+    from groundjudge.report.document import CalibrationSummary, ReportDocument, metrics_document
+
+    base = metrics_document(result.dataset, result.metrics, result.settings)
+    return ReportDocument(**{**dict(base), "kind": "groundjudge.report"}, judge=result.judge, gates=result.gates,
+                          calibration=CalibrationSummary.model_validate(result.calibration)
+                          if result.calibration else None, bias_corrected=result.bias_corrected)
+
+
+def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
+                      ) -> dict[str, Any]:
+    """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked).
+    Returns report.json's content."""
+    from groundjudge.files import write_json_atomic, write_text_atomic
+    from groundjudge.report.document import as_json_dict
+    from groundjudge.report.gates_md import render_gates_markdown
+    from groundjudge.report.html import render_html
+    from groundjudge.report.judge_section import render_judge_markdown
+    from groundjudge.report.junit import junit_xml
+    from groundjudge.report.markdown import render_markdown
+    from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
+
+    out_dir = Path(out_dir)
+    doc = as_json_dict(report_document(result))
+    triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     write_json_atomic(out_dir / "report.json", doc)
     write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
-    write_text_atomic(out_dir / "triage.jsonl", to_jsonl(result.triage))
-    write_text_atomic(out_dir / "triage.md", render_triage_markdown(result.triage))
+    write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
+    write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))
     if junit is not None:
-        write_text_atomic(junit, junit_xml(doc))
+        write_text_atomic(Path(junit), junit_xml(doc))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(render_gates_markdown(doc["gates"]) + "\n")
+    return doc
 
+
+# --- deterministic metrics only ------------------------------------------------------------
+
+def compute_metrics(config: Config) -> dict[str, Any]:
+    """Load the inputs named by ``config`` and return the metrics document (nothing is written)."""
+    from groundjudge.report.document import as_json_dict, metrics_document
+
+    inputs = config.inputs
+    settings = metric_settings(config)
+    if inputs.qrels or inputs.run:
+        from groundjudge.report.trec_json import trec_document
+
+        if not (inputs.qrels and inputs.run):
+            raise InputError.one(_where(config), None, "qrels/run", "give both --qrels and --run for TREC files")
+        return trec_document(inputs.qrels, inputs.run, settings)
+    dataset = load_inputs(config)
+    return as_json_dict(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
+
+
+def profile_report(config: Config, name: str) -> Any:
+    """The replaced system's own report, from the inputs in its own format."""
+    from groundjudge.load.adapters import detect_format
+    from groundjudge.profiles import run_profile
+
+    inputs = config.inputs
+    if not inputs.golden or not inputs.traces:
+        raise InputError.one(_where(config), None, "profile", "a profile needs --golden and --traces")
+    found = detect_format(inputs.golden, inputs.traces)
+    if found != name:
+        raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
+                                                         f"{found} files")
+    return run_profile(name, inputs.golden, inputs.traces, inputs.live)
+
+
+def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:
+    from groundjudge.files import write_json_atomic, write_text_atomic
+    from groundjudge.report.markdown import render_markdown
+
+    out_dir = Path(out_dir)
+    text = render_markdown(doc)
+    if profile is not None:
+        doc = {**doc, "profile": {"name": profile.name, "passed": profile.passed, "report": profile.report}}
+        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
+    write_json_atomic(out_dir / "metrics.json", doc)
+    write_text_atomic(out_dir / "report.md", text)
+
+
+# --- calibration ---------------------------------------------------------------------------
 
 def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
               judge_name: str | None = None, primary_rater: str | None = None, seed: int = 0,
               target_width: float = 0.2, position_probe: dict[str, Any] | None = None,
-              ) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+              ) -> tuple[dict[str, Any], Path, dict[str, TrustStatus]]:
     """Join judge verdicts with human labels, write the calibration record, report trust."""
     from groundjudge.calibrate.record import build_record, write_record
     from groundjudge.calibrate.trust import trust_status
     from groundjudge.calibrate.verdicts import verdicts_from_jsonl, verdicts_from_report
 
-    where = str(config.source or "command line")
+    where = _where(config)
     if not config.inputs.labels:
         raise InputError.one(where, None, "labels", "give human labels with --labels")
     if (report_path is None) == (verdicts_path is None):
         raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
+    criteria: list[CriterionInfo]
     if report_path is not None:
-        items, judge_prov = verdicts_from_report(report_path)
+        judged = verdicts_from_report(report_path)
+        items, criteria = items_from_judge(judged), judged.criteria
+        identity = judged.identity.model_dump()
     else:
         if not judge_name:
             raise InputError.one(where, None, "judge-name", "--verdicts needs --judge-name (the judge's model id)")
-        items = verdicts_from_jsonl(verdicts_path)
-        digest = hashlib.sha256(Path(verdicts_path).read_bytes()).hexdigest()
-        judge_prov = {"rubric": {"id": "external", "version": 1, "hash": digest}, "model": judge_name,
-                      "decoding": {}}
-    humans = load_labels(config.inputs.labels)
+        rubric = rubric_for(config)
+        criteria = [CriterionInfo(name=c.name, kind=c.kind, labels=list(c.labels), metric=c.metric_name)
+                    for c in rubric.criteria]
+        items = verdicts_from_jsonl(verdicts_path, criteria)  # type: ignore[arg-type]
+        digest = hashlib.sha256(Path(verdicts_path).read_bytes()).hexdigest()  # type: ignore[arg-type]
+        identity = {"rubric": {"id": "external", "version": 1, "hash": digest}, "model": judge_name, "decoding": {}}
+    humans = load_labels(config.inputs.labels, criteria)
     if primary_rater is not None and primary_rater not in humans:
         raise InputError.one(where, None, "primary-rater", f"no labels from {primary_rater!r}; have {sorted(humans)}")
-    record = build_record(items, judge_prov, humans, primary_rater=primary_rater, seed=seed,
+    record = build_record(items, identity, humans, criteria, primary_rater=primary_rater, seed=seed,
                           target_width=target_width)
     if position_probe is not None:
         record["position_probe"] = position_probe
     path = write_record(record, config.trust.records_dir)
     records = find_records(config.trust.records_dir)
-    trust = {c: trust_status(c, judge_prov, records, trust_rules(config)).__dict__ for c in record["criteria"]}
+    trust = {c: trust_status(c, identity, records, trust_rules(config)) for c in record["criteria"]}
     return record, path, trust
 
+
+def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,
+                   ) -> dict[str, Any]:
+    """Re-judge the labelled, judged cases with their context order reversed; count verdict flips.
+
+    A judge whose verdicts depend on where a chunk sits in the prompt is less trustworthy than
+    its kappa suggests. Each flip rate is over the items judged both ways.
+    """
+    from groundjudge.calibrate.verdicts import verdicts_from_report
+
+    judged = verdicts_from_report(report_path)
+    if judged.identity.model != judge.model:
+        raise InputError.one(report_path, None, "judge.identity.model",
+                             f"report was judged by {judged.identity.model!r}, the probe would use {judge.model!r}")
+    if judged.identity.rubric.hash != judge.rubric.content_hash:
+        raise InputError.one(report_path, None, "judge.identity.rubric", "report was judged with another rubric")
+    items = items_from_judge(judged)
+    humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else {}
+    labelled = {k for k in items if any(lookup(h, k) is not None for h in humans.values())} if humans else set(items)
+    dataset = load_inputs(config)
+    probe: list[Selection] = []
+    for case_id, config_id in sorted(labelled, key=lambda k: (k[0], k[1] or "")):
+        trace = dataset.trace(config_id, case_id) if config_id else None
+        if trace is None:
+            continue
+        item, _ = judge_item(dataset, trace)
+        if item is not None and len(item.contexts) > 1:
+            flipped = dataclasses.replace(item, contexts=tuple(reversed(item.contexts)))
+            probe.append(Selection(case_id, config_id, True, "position probe", 0, flipped))  # type: ignore[arg-type]
+    results, totals = judge_selected(judge, probe, progress)
+    again = {(r.case_id, r.config_id): r for r in results if r.status == "judged"}
+    out: dict[str, Any] = {"items_probed": len(probe), "judged_both_ways": len(again),
+                           "requests": totals.usage.requests}
+    for crit in judged.criteria:
+        pairs = [(items[k].labels[crit.name], r.label(crit.name)) for k, r in again.items()
+                 if items[k].labels[crit.name] is not None and r.label(crit.name) is not None]
+        flips = sum(1 for a, b in pairs if a != b)
+        out[crit.name] = {"n": len(pairs), "flips": flips, "flip_rate": flips / len(pairs) if pairs else None}
+    return out
+
+
+# --- comparing runs ------------------------------------------------------------------------
 
 def _load_run_document(path: Path) -> dict[str, Any]:
     import json
@@ -304,7 +377,8 @@ def _load_run_document(path: Path) -> dict[str, Any]:
 
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
             strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Compare two runs (or, with ``b`` None, two configs of one run)."""
+    """Compare two runs (or, with ``b`` None, two configs of one run). Reads the deterministic
+    part of metrics.json / report.json, which schema versions 1 and 2 share."""
     from groundjudge.report.compare import ChunkerMismatch, compare_configs
 
     doc_a = _load_run_document(a)
@@ -329,48 +403,3 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
                                strict_chunker_version=strict_chunker_version, seed=seed)
     except ChunkerMismatch as exc:
         raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
-
-
-def position_probe(config: Config, report_path: Path, *, base_url: str, model: str,
-                   progress: Any = None) -> dict[str, Any]:
-    """Re-judge the labelled, judged cases with their context order reversed; count verdict flips.
-
-    A judge whose verdicts depend on where a chunk sits in the prompt is less trustworthy than
-    its kappa suggests. Each flip rate is over the items judged both ways.
-    """
-    import dataclasses
-
-    from groundjudge.calibrate.verdicts import CRITERIA, items_from_judge_section, verdicts_from_report
-
-    items, prov = verdicts_from_report(report_path)
-    if prov["model"] != model:
-        raise InputError.one(report_path, None, "judge.provenance.model",
-                             f"report was judged by {prov['model']!r}, the probe would use {model!r}")
-    humans = load_labels(config.inputs.labels) if config.inputs.labels else {}
-    labelled = {k for k in items if any(lookup(h, k) is not None for h in humans.values())} if humans else set(items)
-    dataset = load_inputs(config)
-    probe_items = []
-    for case_id, config_id in sorted(labelled):
-        trace = dataset.trace(config_id, case_id)
-        if trace is None:
-            continue
-        item, _ = judge_item(dataset, trace)
-        if item is not None and len(item.contexts) > 1:
-            probe_items.append(dataclasses.replace(item, contexts=tuple(reversed(item.contexts))))
-    rubric = rubric_for(config)
-    if rubric.content_hash != prov["rubric"]["hash"]:
-        raise InputError.one(report_path, None, "judge.provenance.rubric", "report was judged with another rubric")
-    selections = [Selection(i.case_id, i.config_id, True, "position probe", 0, i) for i in probe_items]
-    outcomes, totals, _, _ = judge_selected(config, rubric, selections, base_url, model, progress)
-    reversed_items, _ = items_from_judge_section({"per_config": {
-        cfg: {"per_case": {o.case_id: {"status": o.status, "scores": o.scores.model_dump() if o.scores else None,
-                                       "claims": []} for o in outcomes if o.config_id == cfg}}
-        for cfg in {o.config_id for o in outcomes}}, "provenance": prov})
-    result: dict[str, Any] = {"items_probed": len(probe_items), "judged_both_ways": len(reversed_items),
-                              "requests": totals.requests}
-    for criterion in CRITERIA:
-        pairs = [(items[k].labels[criterion], v.labels[criterion]) for k, v in reversed_items.items()
-                 if items[k].labels[criterion] is not None and v.labels[criterion] is not None]
-        flips = sum(1 for a, b in pairs if a != b)
-        result[criterion] = {"n": len(pairs), "flips": flips, "flip_rate": flips / len(pairs) if pairs else None}
-    return result

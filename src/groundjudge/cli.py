@@ -9,14 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from groundjudge import api
-from groundjudge.contracts import CONTRACTS
-from groundjudge.load.errors import InputError
-from groundjudge.progress import JudgeProgress
-from groundjudge.judge.endpoint import JudgeUnavailable, judge_endpoint
+from groundjudge.errors import InputError, JudgeUnavailable
+
+# Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
+# the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
 
 EXIT_BAD_INPUT = 2
 EXIT_JUDGE_UNREACHABLE = 3
@@ -52,6 +49,9 @@ def default_out() -> Path:
 def print_summary(doc: dict[str, Any], quiet: bool) -> None:
     if quiet:
         return
+    from rich.console import Console
+    from rich.table import Table
+
     from groundjudge.report.markdown import fmt, headline_metrics
 
     table = Table(title="groundjudge metrics", show_lines=False)
@@ -91,6 +91,8 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
             fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
             run_file: Path | None, profile: str | None, live: tuple[Path, ...]) -> None:
     """Deterministic metrics only (no model): writes metrics.json and report.md."""
+    from groundjudge import api
+
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
         "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out})
@@ -119,32 +121,42 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Judge cache folder [env GROUNDJUDGE_CACHE_DIR].")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the judge cache.")
 @click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML (one test case per gate).")
+@click.option("--labels", multiple=True, type=click.Path(path_type=Path),
+              help="Human labels JSONL (repeatable): judge rates are also reported bias-corrected (PPI).")
+@click.option("--keep-errors", is_flag=True,
+              help="Do not ask again a case whose cached replies were invalid (default: ask again).")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
-        max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None) -> None:
-    """Metrics, then the judge on the cases that need it, then reports (report.json, report.md)."""
+        max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
+        labels: tuple[Path, ...], keep_errors: bool) -> None:
+    """Metrics, then the judge on the cases that need it, then gates and reports."""
+    from groundjudge import api
+    from groundjudge.progress import JudgeProgress
+
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
-        "metrics.ks": ks, "output.out": out, "judge.base_url": judge_base_url, "judge.model": judge_model,
-        "judge.concurrency": concurrency, "judge.smoke": smoke, "judge.max_cases": max_cases,
-        "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd, "cache.dir": cache_dir,
+        "inputs.labels": labels, "metrics.ks": ks, "output.out": out, "judge.base_url": judge_base_url,
+        "judge.model": judge_model, "judge.concurrency": concurrency, "judge.smoke": smoke,
+        "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
+        "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None})
-    config = api.for_embedded_judge(config)
     out_dir = config.output.out or default_out()
-    with judge_endpoint(config, quiet) as (base_url, model), JudgeProgress(quiet) as progress:
-        result = api.run_eval(config, base_url=base_url, model=model, progress=progress)
-    api.write_run_reports(result, out_dir, junit=junit)
-    print_summary(result.document, quiet)
+    rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
+    dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
+        result = api.run_eval(config, judge, progress=progress, dataset=dataset)
+    doc = api.write_run_reports(result, out_dir, junit=junit)
+    print_summary(doc, quiet)
     if not quiet:
-        t = result.totals
-        click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.errors} judge_error, "
-                   f"{t.requests} requests, {t.prompt_tokens + t.completion_tokens} tokens")
-        gates = result.document["gates"]
-        click.echo("verdict: " + ("PASS" if gates["passed"] else "FAIL: " + "; ".join(gates["failed"])))
-        click.echo(f"wrote {out_dir / 'report.json'} and {out_dir / 'report.md'}")
-    if result.totals.stopped:
-        click.echo(f"judge stopped: {result.totals.stopped}", err=True)
+        t = result.judge.totals
+        click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.judge_errors} judge_error, "
+                   f"{t.usage.requests} requests, {t.usage.tokens} tokens")
+        gates = result.gates
+        click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + "; ".join(gates.failed)))
+        click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
+    if result.judge.totals.stopped:
+        click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
     sys.exit(result.exit_code)
 
 
@@ -168,6 +180,9 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
               records_dir: Path | None, position_probe: bool, judge_base_url: str | None,
               judge_model: str | None, cache_dir: Path | None) -> None:
     """Compare judge verdicts with human labels; write a calibration record; show trust."""
+    from groundjudge import api
+    from groundjudge.progress import JudgeProgress
+
     config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir,
                                               "judge.base_url": judge_base_url, "judge.model": judge_model,
                                               "cache.dir": cache_dir})
@@ -175,9 +190,8 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
     if position_probe:
         if report_path is None:
             raise InputError.one(config.source or "command line", None, "position-probe", "needs --report")
-        config = api.for_embedded_judge(config)
-        with judge_endpoint(config) as (base_url, model), JudgeProgress(False) as progress:
-            probe = api.position_probe(config, report_path, base_url=base_url, model=model, progress=progress)
+        with api.open_judge(config) as judge, JudgeProgress(False) as progress:
+            probe = api.position_probe(config, report_path, judge, progress=progress)
     record, path, trust = api.calibrate(config, report_path=report_path, verdicts_path=verdicts,
                                         judge_name=judge_name, primary_rater=primary_rater, seed=seed,
                                         target_width=target_width, position_probe=probe)
@@ -189,6 +203,9 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
 
 
 def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"judge vs {record['primary_rater']} ({record['judge']['model']})")
     for col in ("criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "trust"):
         table.add_column(col)
@@ -198,7 +215,7 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
         table.add_row(
             criterion, str(s["n"]), _num(s["observed"]), _num(s["kappa"]),
             f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
-            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion]["reason"])
+            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion].reason)
     Console(highlight=False).print(table)
 
 
@@ -219,6 +236,7 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
     """Compare two runs (RUN_A RUN_B), or two configs of one run: deltas, significance, win/loss."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import render_compare_markdown
+    from groundjudge import api
     from groundjudge.report.markdown import HEADLINE
 
     result = api.compare(run_a, run_b, config_a=config_a, config_b=config_b,
@@ -266,6 +284,7 @@ def cache() -> None:
 
 
 def _open_cache(config_path: Path | None, cache_dir: Path | None) -> Any:
+    from groundjudge import api
     from groundjudge.judge.cache import JudgeCache
 
     config = api.resolve_config(config_path, {"cache.dir": cache_dir})
@@ -320,7 +339,14 @@ def rubrics() -> None:
 
 
 def _rubrics_dir(path: Path | None) -> Path:
-    return path or (Path("rubrics") if Path("rubrics").is_dir() else api.PACKAGE_RUBRICS)
+    """``--dir``, else ``./rubrics``, else the rubrics installed with the package."""
+    if path is not None:
+        return path
+    if Path("rubrics").is_dir():
+        return Path("rubrics")
+    from importlib import resources
+
+    return Path(str(resources.files("groundjudge") / "rubrics"))
 
 
 @rubrics.command("list")
@@ -369,6 +395,7 @@ def serve(config_path: Path | None, port: int | None, threads: int | None, conte
     """Keep the embedded judge running across runs, until Ctrl-C."""
     import time
 
+    from groundjudge import api
     from groundjudge.judge.local import LocalJudge, LocalJudgeError
 
     config = api.resolve_config(config_path, {"local.port": port, "local.threads": threads,
@@ -387,16 +414,22 @@ def serve(config_path: Path | None, port: int | None, threads: int | None, conte
         click.echo("stopped", err=True)
 
 
-@main.command()
-@click.argument("name", type=click.Choice(sorted([*CONTRACTS, "report"])))
-def schema(name: str) -> None:
-    """Print the JSON Schema of an input contract, or of report.json / metrics.json."""
-    if name == "report":
-        from importlib import resources
+SCHEMAS = ("golden", "trace", "corpus", "labels", "metrics", "report")
 
-        click.echo(resources.files("groundjudge.report").joinpath("schemas/report-v1.schema.json").read_text("utf-8"))
+
+@main.command()
+@click.argument("name", type=click.Choice(SCHEMAS))
+def schema(name: str) -> None:
+    """Print the JSON Schema of an input contract, or of metrics.json / report.json."""
+    from groundjudge.contracts import input_schema
+
+    if name in ("metrics", "report"):
+        from groundjudge.report.document import MetricsDocument, ReportDocument
+
+        model = ReportDocument if name == "report" else MetricsDocument
+        click.echo(json.dumps(model.model_json_schema(by_alias=True), indent=2))
         return
-    click.echo(json.dumps(CONTRACTS[name].model_json_schema(), indent=2))
+    click.echo(json.dumps(input_schema(name), indent=2))
 
 
 if __name__ == "__main__":  # pragma: no cover

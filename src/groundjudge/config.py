@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 
 
 class _Section(BaseModel):
@@ -65,6 +65,7 @@ class JudgeConfig(_Section):
     price_prompt_per_mtok: float = Field(default=0.0, ge=0)
     price_completion_per_mtok: float = Field(default=0.0, ge=0)
     baseline_config: str | None = None
+    retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
 
 
 class LocalJudgeConfig(_Section):

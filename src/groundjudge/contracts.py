@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
@@ -41,6 +43,14 @@ class Offsets(BaseModel):
         if self.end < self.start:
             raise ValueError(f"end {self.end} is before start {self.start}")
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler,
+                                     ) -> JsonSchemaValue:
+        as_object = handler.resolve_ref_schema(handler(schema))
+        pair = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2}
+        return {"anyOf": [dict(as_object), pair], "title": "Offsets",
+                "description": "A byte span [start, end): an object or a two-integer array"}
 
 
 class UserContext(_Record):
@@ -129,19 +139,29 @@ class Trace(_Record):
     cost_usd: float | None = Field(default=None, ge=0)
     versions: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("retrieved_chunks", "context_chunks", "citations", mode="before")
+    @field_validator("retrieved_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | RetrievedChunk])
     @classmethod
-    def _ids_as_objects(cls, value: Any) -> Any:
+    def _retrieved_ids_as_objects(cls, value: Any) -> Any:
         return _ids_to_objects(value)
 
-    @field_validator("tokens", mode="before")
+    @field_validator("context_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | ContextChunk])
+    @classmethod
+    def _context_ids_as_objects(cls, value: Any) -> Any:
+        return _ids_to_objects(value)
+
+    @field_validator("citations", mode="before", json_schema_input_type=list[NonEmptyStr | Citation])
+    @classmethod
+    def _cited_ids_as_objects(cls, value: Any) -> Any:
+        return _ids_to_objects(value)
+
+    @field_validator("tokens", mode="before", json_schema_input_type=dict[str, int] | int)
     @classmethod
     def _tokens_total(cls, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return {"total": value}
         return value
 
-    @field_validator("latency_ms", mode="before")
+    @field_validator("latency_ms", mode="before", json_schema_input_type=dict[str, float] | float)
     @classmethod
     def _latency_total(cls, value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -166,7 +186,7 @@ class CorpusChunk(_Record):
     type: ContentType = "prose"
     acl: Acl | None = None
 
-    @field_validator("section_path", mode="before")
+    @field_validator("section_path", mode="before", json_schema_input_type=list[str] | str)
     @classmethod
     def _split_path(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -189,6 +209,12 @@ class HumanLabel(_Record):
     correct: Grade | None = None
     citations_supported: bool | None = None
     claims: list[ClaimLabel] | None = None
+
+
+def input_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one input contract, as the loader reads it (ids as plain strings,
+    offsets as pairs, a number for total tokens or latency all pass)."""
+    return CONTRACTS[name].model_json_schema(mode="validation")
 
 
 CONTRACTS: dict[str, type[BaseModel]] = {

@@ -1,24 +1,28 @@
 """Gate stage (SPEC 7): decide whether a release may ship.
 
-Deterministic gates always apply. Judge gates (faithfulness, correctness, citation support)
-apply only when the judge is trusted for that criterion; otherwise they are reported as
-advisory with the reason. ACL leaks and too many judge errors block whatever the averages say.
+Deterministic gates always apply. A judge gate (any metric a rubric criterion feeds) applies
+only when the judge is trusted for that criterion; otherwise it is reported as advisory with
+the reason. ACL leaks and too many judge errors block whatever the averages say, in the configs
+the gates cover; leaks in other configs are reported beside the verdict and do not change it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from groundjudge.calibrate.trust import METRIC_CRITERION, TrustRules, trust_status
+from pydantic import BaseModel, ConfigDict
+
+from groundjudge.calibrate.trust import TrustRules, TrustStatus, trust_status
 from groundjudge.config import GatesConfig, Threshold
+from groundjudge.judge.results import JudgeRun
+from groundjudge.metrics.evaluate import MetricsRun
 
 Status = Literal["pass", "fail", "advisory", "no_data"]
 
 
-@dataclass(frozen=True)
-class GateResult:
+class GateResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
     name: str
     config_id: str
     metric: str
@@ -29,6 +33,17 @@ class GateResult:
     status: Status
     blocking: bool
     reason: str
+
+
+class GateReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    passed: bool
+    failed: list[str]
+    results: list[GateResult]
+    gated_configs: list[str]
+    ungated_acl_leaks: dict[str, list[str]]  # config not covered by the gates -> cases that leak
+    trust: dict[str, TrustStatus]  # judge metric -> trust of the criterion that feeds it
+    rules: TrustRules
 
 
 def _check(value: float | None, threshold: Threshold) -> bool:
@@ -50,66 +65,72 @@ def gate_configs(gates: GatesConfig, config_ids: Sequence[str]) -> list[str]:
     return list(gates.configs) or list(config_ids[-1:])
 
 
-def evaluate_gates(doc: dict[str, Any], gates: GatesConfig, rules: TrustRules,
-                   records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Gate results for the report; ``passed`` is False when any blocking gate failed."""
-    judge = doc.get("judge")
+def _leaks(metrics: MetricsRun, cfg: str) -> list[str]:
+    return [c.case_id for c in metrics.configs[cfg].cases if c.acl_leaks]
+
+
+def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConfig, rules: TrustRules,
+                   records: Sequence[dict[str, Any]]) -> GateReport:
+    """Every gate's result; ``passed`` is False when any blocking gate failed."""
     results: list[GateResult] = []
-    trust: dict[str, dict[str, Any]] = {}
+    trust: dict[str, TrustStatus] = {}
     if judge is not None:
-        for metric, criterion in METRIC_CRITERION.items():
-            status = trust_status(criterion, judge["provenance"], records, rules)
-            trust[metric] = {"trusted": status.trusted, "reason": status.reason, "record": status.record}
-    for cfg in gate_configs(gates, doc["configs"]):
-        if cfg not in doc["per_config"]:
-            results.append(GateResult(f"{cfg}: config present", cfg, "-", None, "present", None, 0, "fail", True,
-                                      f"config {cfg!r} named in [gates] has no traces"))
+        for crit in judge.criteria:
+            trust[crit.metric] = trust_status(crit.name, judge.identity.model_dump(), records, rules)
+    configs = list(metrics.configs)
+    gated = gate_configs(gates, configs)
+    for cfg in gated:
+        if cfg not in metrics.configs:
+            results.append(GateResult(name=f"{cfg}: config present", config_id=cfg, metric="-", tag=None,
+                                      threshold="present", value=None, n=0, status="fail", blocking=True,
+                                      reason=f"config {cfg!r} named in [gates] has no traces"))
             continue
-        det = doc["per_config"][cfg]
-        jud = judge["per_config"].get(cfg) if judge else None
+        det = metrics.configs[cfg]
+        jud = judge.per_config.get(cfg) if judge else None
         scopes = [(None, name, th) for name, th in gates.metrics.items()]
         scopes += [(tag, name, th) for tag, per in gates.tags.items() for name, th in per.items()]
         for tag, metric, threshold in scopes:
             label = f"{cfg}: {metric}" + (f" [tag {tag}]" if tag else "") + f" {_describe(threshold)}"
-            if metric in METRIC_CRITERION:
+            common = dict(name=label, config_id=cfg, metric=metric, threshold=_describe(threshold))
+            if metric in trust:
                 if tag is not None:
-                    results.append(GateResult(label, cfg, metric, tag, _describe(threshold), None, 0, "no_data",
-                                              False, "judge gates per tag are not supported"))
+                    results.append(GateResult(**common, tag=tag, value=None, n=0, status="no_data", blocking=False,
+                                              reason="judge gates per tag are not supported"))
                     continue
-                summary = jud["aggregate"][metric] if jud else {"value": None, "n": 0}
-                value, n = summary["value"], summary["n"]
-                t = trust.get(metric, {"trusted": False, "reason": "no judge ran"})
+                summary = jud.summary.metrics.get(metric) if jud else None
+                value, n = (summary.value, summary.n) if summary else (None, 0)
+                t = trust.get(metric) or TrustStatus(trusted=False, reason="no judge ran")
                 ok = _check(value, threshold)
-                if not t["trusted"]:
-                    results.append(GateResult(label, cfg, metric, None, _describe(threshold), value, n, "advisory",
-                                              False, f"{'would pass' if ok else 'would fail'}; {t['reason']}"))
-                    continue
-                status: Status = "pass" if ok else "fail"
-                results.append(GateResult(label, cfg, metric, None, _describe(threshold), value, n, status,
-                                          True, t["reason"]))
+                if not t.trusted:
+                    results.append(GateResult(**common, tag=None, value=value, n=n, status="advisory", blocking=False,
+                                              reason=f"{'would pass' if ok else 'would fail'}; {t.reason}"))
+                else:
+                    results.append(GateResult(**common, tag=None, value=value, n=n, status="pass" if ok else "fail",
+                                              blocking=True, reason=t.reason))
                 continue
-            source = det["by_tag"].get(tag, {}) if tag else det["aggregate"]
-            summary = source.get(metric)
-            if summary is None or summary["value"] is None:
-                results.append(GateResult(label, cfg, metric, tag, _describe(threshold), None,
-                                          summary["n"] if summary else 0, "no_data", False,
-                                          "no case defines this metric"))
+            source = det.breakdown["tag"].get(tag, {}) if tag else det.aggregate
+            summary_d = source.get(metric)
+            if summary_d is None or summary_d["value"] is None:
+                results.append(GateResult(**common, tag=tag, value=None, n=summary_d["n"] if summary_d else 0,
+                                          status="no_data", blocking=False, reason="no case defines this metric"))
                 continue
-            ok = _check(summary["value"], threshold)
-            results.append(GateResult(label, cfg, metric, tag, _describe(threshold), summary["value"], summary["n"],
-                                      "pass" if ok else "fail", True, "deterministic"))
+            ok = _check(summary_d["value"], threshold)
+            results.append(GateResult(**common, tag=tag, value=summary_d["value"], n=summary_d["n"],
+                                      status="pass" if ok else "fail", blocking=True, reason="deterministic"))
         if gates.acl_leaks_block:
-            leaks = [cid for cid, d in det.get("case_details", {}).items() if d["acl_leaks"]]
-            results.append(GateResult(f"{cfg}: no ACL leak", cfg, "acl_leak", None, "== 0 cases", float(len(leaks)),
-                                      len(det.get("case_details", {})), "fail" if leaks else "pass", True,
-                                      ("critical: leaks in " + ", ".join(leaks)) if leaks else "deterministic"))
+            leaks = _leaks(metrics, cfg)
+            results.append(GateResult(name=f"{cfg}: no ACL leak", config_id=cfg, metric="acl_leak", tag=None,
+                                      threshold="== 0 cases", value=float(len(leaks)), n=len(det.cases),
+                                      status="fail" if leaks else "pass", blocking=True,
+                                      reason=("critical: leaks in " + ", ".join(leaks)) if leaks else "deterministic"))
         if jud is not None:
-            rate = jud["aggregate"]["judge_error_rate"]
-            ok = rate["value"] is None or rate["value"] <= gates.max_judge_error_rate
-            results.append(GateResult(f"{cfg}: judge_error rate <= {gates.max_judge_error_rate}", cfg,
-                                      "judge_error_rate", None, f"<= {gates.max_judge_error_rate}", rate["value"],
-                                      rate["n"], "pass" if ok else "fail", True,
-                                      "too many cases could not be judged" if not ok else "judge health"))
+            rate = jud.summary.judge_error_rate
+            ok = rate.value is None or rate.value <= gates.max_judge_error_rate
+            results.append(GateResult(name=f"{cfg}: judge_error rate <= {gates.max_judge_error_rate}", config_id=cfg,
+                                      metric="judge_error_rate", tag=None, threshold=f"<= {gates.max_judge_error_rate}",
+                                      value=rate.value, n=rate.n, status="pass" if ok else "fail", blocking=True,
+                                      reason="too many cases could not be judged" if not ok else "judge health"))
+    ungated = {cfg: leaks for cfg in configs if cfg not in gated and (leaks := _leaks(metrics, cfg))}
     failed = [r for r in results if r.status == "fail" and r.blocking]
-    return {"passed": not failed, "failed": [r.name for r in failed], "results": [asdict(r) for r in results],
-            "trust": trust, "rules": asdict(rules)}
+    return GateReport(passed=not failed, failed=[r.name for r in failed], results=results, gated_configs=gated,
+                      ungated_acl_leaks=ungated, trust=trust, rules=rules)

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from groundjudge.calibrate.agreement import agreement
-from groundjudge.calibrate.verdicts import BINARY, CRITERIA, ORDINAL, ItemKey, ItemLabels, lookup
+from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, lookup
 from groundjudge.calibrate.verdicts import primary_rater as default_primary
 from groundjudge.files import write_json_atomic
+from groundjudge.judge.results import CriterionInfo
 from groundjudge.provenance import provenance
 
 SCHEMA_VERSION = 1
@@ -56,11 +57,10 @@ def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], 
     return a, b, ids
 
 
-def _agree(first, second, criterion: str, seed: int, target_width: float, reps: int) -> dict[str, Any]:
-    a, b, ids = _pairs(first, second, criterion)
-    labels = ORDINAL.get(criterion, BINARY)
-    return agreement(a, b, ids, labels, ordinal=criterion in ORDINAL, seed=seed, target_width=target_width,
-                     reps=reps).as_dict()
+def _agree(first, second, criterion: CriterionInfo, seed: int, target_width: float, reps: int) -> dict[str, Any]:
+    a, b, ids = _pairs(first, second, criterion.name)
+    return agreement(a, b, ids, criterion.labels, ordinal=criterion.kind == "ordinal", seed=seed,
+                     target_width=target_width, reps=reps).as_dict()
 
 
 def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemLabels]) -> dict[str, Any]:
@@ -85,16 +85,17 @@ def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
 
 
 def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, Any],
-                 humans: dict[str, dict[ItemKey, ItemLabels]], *, primary_rater: str | None = None,
+                 humans: dict[str, dict[ItemKey, ItemLabels]], criteria: Sequence[CriterionInfo], *,
+                 primary_rater: str | None = None,
                  seed: int = 0, target_width: float = 0.2, reps: int = 2000) -> dict[str, Any]:
     if not humans:
         raise ValueError("no human labels")
     primary = primary_rater or default_primary(humans)
     if primary not in humans:
         raise ValueError(f"no labels from rater {primary!r}; raters: {sorted(humans)}")
-    criteria: dict[str, Any] = {}
-    for criterion in CRITERIA:
-        criteria[criterion] = {
+    stats: dict[str, Any] = {}
+    for criterion in criteria:
+        stats[criterion.name] = {
             "judge_vs_human": _agree(judge, humans[primary], criterion, seed, target_width, reps),
             "judge_vs_each_rater": {r: _agree(judge, labels, criterion, seed, target_width, reps)
                                     for r, labels in sorted(humans.items())},
@@ -112,7 +113,7 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
         "raters": {r: len(v) for r, v in sorted(humans.items())},
         "judged_items": len(judge),
         "bootstrap": {"seed": seed, "reps": reps, "level": 0.95, "target_width": target_width},
-        "criteria": criteria,
+        "criteria": stats,
         "claims": claim_agreement(judge, humans[primary]),
         "tool": provenance(),
     }

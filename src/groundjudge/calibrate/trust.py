@@ -8,24 +8,22 @@ settings, with at least ``min_items`` items, kappa >= ``min_kappa`` and the CI's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from groundjudge.calibrate.record import identity, identity_hash
 
-# judge metric in reports -> calibration criterion
-METRIC_CRITERION = {"faithfulness": "faithful", "correctness": "correct", "citation_support": "citations_supported"}
 
-
-@dataclass(frozen=True)
-class TrustRules:
+class TrustRules(BaseModel):
+    model_config = ConfigDict(frozen=True)
     min_items: int = 50
     min_kappa: float = 0.6
     min_kappa_lower: float = 0.4
 
 
-@dataclass(frozen=True)
-class TrustStatus:
+class TrustStatus(BaseModel):
+    model_config = ConfigDict(frozen=True)
     trusted: bool
     reason: str
     record: str | None = None
@@ -54,22 +52,24 @@ def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequen
     if not exact:
         stale = [s for r in records if (s := _stale_reason(r, want))]
         if stale:
-            return TrustStatus(False, "untrusted: the calibration record is stale: " + stale[0])
-        return TrustStatus(False, "untrusted: no calibration record for this rubric, model and decoding")
+            return TrustStatus(trusted=False, reason="untrusted: the calibration record is stale: " + stale[0])
+        return TrustStatus(trusted=False, reason="untrusted: no calibration record for this rubric, model and decoding")
     record = max(exact, key=lambda r: r.get("created", ""))
     stats = record["criteria"].get(criterion, {}).get("judge_vs_human")
     where = record.get("_path")
     if not stats:
-        return TrustStatus(False, f"untrusted: the record has no `{criterion}` agreement", where)
+        return TrustStatus(trusted=False, reason=f"untrusted: the record has no `{criterion}` agreement", record=where)
     n, k, low = stats["n"], stats["kappa"], stats["ci_low"]
     if n < rules.min_items:
-        return TrustStatus(False, f"untrusted: {n} labelled items < min_items {rules.min_items}", where)
+        return TrustStatus(trusted=False, reason=f"untrusted: {n} labelled items < min_items {rules.min_items}",
+                           record=where)
     if k is None or k < rules.min_kappa:
-        return TrustStatus(False, f"untrusted: kappa {_f(k)} < min_kappa {rules.min_kappa}", where)
+        return TrustStatus(trusted=False, reason=f"untrusted: kappa {_f(k)} < min_kappa {rules.min_kappa}", record=where)
     if low is None or low < rules.min_kappa_lower:
-        return TrustStatus(False, f"untrusted: kappa CI lower bound {_f(low)} < min_kappa_lower "
-                                  f"{rules.min_kappa_lower}", where)
-    return TrustStatus(True, f"trusted: n={n}, kappa {k:.3f}, 95% CI [{low:.3f}, {stats['ci_high']:.3f}]", where)
+        return TrustStatus(trusted=False, reason=f"untrusted: kappa CI lower bound {_f(low)} < min_kappa_lower "
+                                                f"{rules.min_kappa_lower}", record=where)
+    return TrustStatus(trusted=True, reason=f"trusted: n={n}, kappa {k:.3f}, 95% CI [{low:.3f}, "
+                                            f"{stats['ci_high']:.3f}]", record=where)
 
 
 def _f(value: float | None) -> str:

@@ -1,7 +1,8 @@
 """Judge verdicts and human labels, keyed by item, in one shape: criterion -> label.
 
-Judge verdicts come from a groundjudge run (``report.json``) or, for any other judge, from a
-JSONL file with ``query_id``, optional ``config_id`` and one field per criterion.
+Judge verdicts come from a run (its typed ``JudgeRun``, or a ``report.json`` read back into
+one) or, for any other judge, from a JSONL file with ``query_id``, optional ``config_id`` and
+one field per criterion of the rubric.
 """
 
 from __future__ import annotations
@@ -12,83 +13,93 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundjudge.contracts import HumanLabel
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
+from groundjudge.judge.results import CriterionInfo, JudgeRun
 from groundjudge.load.records import read_records, read_text
 
-CRITERIA = ("faithful", "correct", "citations_supported")
-ORDINAL = {"correct": [0, 1, 2, 3]}
-BINARY = [True, False]
-
 ItemKey = tuple[str, str | None]  # (query_id, config_id)
+REPORT_SCHEMA_VERSION = 2
 
 
 @dataclass
 class ItemLabels:
     labels: dict[str, bool | int | None]
     claims: list[tuple[str, bool]] = field(default_factory=list)
+    confidence: dict[str, float | None] = field(default_factory=dict)
 
 
 class ExternalVerdict(BaseModel):
-    """A verdict line from another judge."""
+    """A verdict line from another judge: one field per criterion of the rubric."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     query_id: str
     config_id: str | None = None
-    faithful: bool | None = None
-    correct: int | None = None
-    citations_supported: bool | None = None
 
 
-def verdicts_from_report(path: Path) -> tuple[dict[ItemKey, ItemLabels], dict[str, Any]]:
-    """Judge labels from a run's report.json, and the judge provenance they were made under."""
+def _field(record: BaseModel, name: str) -> Any:
+    if name in type(record).model_fields:
+        return getattr(record, name)
+    return (record.model_extra or {}).get(name)
+
+
+def verdicts_from_report(path: Path) -> JudgeRun:
+    """The judge section of a run's report.json, as the typed record it was written from."""
     try:
         doc = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
-    judge = doc.get("judge")
-    if not isinstance(judge, dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("judge"), dict):
         raise InputError.one(path, None, "judge", "not a `groundjudge run` report (no judge section)")
-    return items_from_judge_section(judge)
+    version = doc.get("schema_version")
+    if version != REPORT_SCHEMA_VERSION:
+        raise InputError.one(path, None, "schema_version",
+                             f"report schema version {version} is not readable here (this groundjudge reads "
+                             f"version {REPORT_SCHEMA_VERSION}); run `groundjudge run` again with the same inputs "
+                             "to rewrite it: its verdicts come from the cache, at no cost")
+    try:
+        return JudgeRun.model_validate(doc["judge"])
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "judge." + ".".join(str(p) for p in first["loc"])
+        raise InputError.one(path, None, where, first["msg"]) from None
 
 
-def items_from_judge_section(judge: dict[str, Any]) -> tuple[dict[ItemKey, ItemLabels], dict[str, Any]]:
-    """Labels derived from the judge's claim verdicts (skipped and errored items have none)."""
+def items_from_judge(judge: JudgeRun) -> dict[ItemKey, ItemLabels]:
+    """Labels of every judged case (skipped and errored cases have none)."""
     items: dict[ItemKey, ItemLabels] = {}
-    for config_id, section in judge["per_config"].items():
-        for case_id, record in section["per_case"].items():
-            if record["status"] != "judged":
+    for config_id, section in judge.per_config.items():
+        for case_id, case in section.cases.items():
+            if case.status != "judged":
                 continue
-            scores = record["scores"]
             items[(case_id, config_id)] = ItemLabels(
-                labels={
-                    "faithful": None if scores["faithfulness"] is None else scores["faithfulness"] == 1.0,
-                    "correct": scores["correctness"],
-                    "citations_supported": None if scores["citation_support"] is None
-                    else scores["citation_support"] == 1.0,
-                },
-                claims=[(c["claim"], c["verdict"] == "supported") for c in record.get("claims", [])],
+                labels={c.name: case.label(c.name) for c in judge.criteria},
+                claims=[(c.claim, c.verdict == "supported") for c in case.claims],
+                confidence={name: v.confidence for name, v in case.criteria.items()},
             )
-    return items, judge["provenance"]
+    return items
 
 
-def verdicts_from_jsonl(path: Path) -> dict[ItemKey, ItemLabels]:
+def verdicts_from_jsonl(path: Path, criteria: Sequence[CriterionInfo]) -> dict[ItemKey, ItemLabels]:
     items: dict[ItemKey, ItemLabels] = {}
     problems = []
     for line, v in read_records(path, ExternalVerdict):
         key = (v.query_id, v.config_id)
         if key in items:
             problems.append(InputProblem(str(path), line, "query_id", f"duplicate verdict for {key}"))
-        items[key] = ItemLabels({c: getattr(v, c) for c in CRITERIA})
+        items[key] = ItemLabels({c.name: _field(v, c.name) for c in criteria})
     if problems:
         raise InputError(problems)
     return items
 
 
-def load_labels(paths: Sequence[Path]) -> dict[str, dict[ItemKey, ItemLabels]]:
-    """Human labels by rater, then by item. One rater labelling one item twice is an error."""
+def load_labels(paths: Sequence[Path], criteria: Sequence[CriterionInfo] | Sequence[str],
+                ) -> dict[str, dict[ItemKey, ItemLabels]]:
+    """Human labels by rater, then by item, for the criteria named (a label file may carry any
+    criterion a rubric declares). One rater labelling one item twice is an error."""
+    names = [c if isinstance(c, str) else c.name for c in criteria]
     by_rater: dict[str, dict[ItemKey, ItemLabels]] = {}
     problems = []
     for path in paths:
@@ -99,7 +110,7 @@ def load_labels(paths: Sequence[Path]) -> dict[str, dict[ItemKey, ItemLabels]]:
                 problems.append(InputProblem(str(path), line, "query_id",
                                              f"rater {label.rater!r} labelled {key} twice"))
                 continue
-            rater[key] = ItemLabels({c: getattr(label, c) for c in CRITERIA},
+            rater[key] = ItemLabels({name: _field(label, name) for name in names},
                                     [(c.text, c.supported) for c in label.claims or []])
     if problems:
         raise InputError(problems)

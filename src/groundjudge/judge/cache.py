@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class CachedReply:
     completion_tokens: int
     created: float
     repaired: bool = False  # True: this is the reply to the one repair retry
+    history: list[str] = field(default_factory=list)  # earlier invalid replies for the same key
 
 
 class JudgeCache:

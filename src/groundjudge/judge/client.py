@@ -20,11 +20,13 @@ import openai
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+from groundjudge.errors import GroundjudgeError
+
 OutputMode = Literal["json_schema", "json_object_schema", "json"]
 MODES: tuple[OutputMode, ...] = ("json_schema", "json_object_schema", "json")
 
 
-class CallFailed(RuntimeError):
+class CallFailed(GroundjudgeError):
     """A judge call failed for good; ``requests`` says how many HTTP requests it cost."""
 
     def __init__(self, reason: str, requests: int) -> None:

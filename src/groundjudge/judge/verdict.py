@@ -1,8 +1,7 @@
-"""Parse a judge's raw reply into a validated verdict and compute scores from its claims.
+"""Parse a ``grounded_answer`` reply into a validated verdict (scores: ``judge.scoring``).
 
-Scores never come from a number the model states about itself: faithfulness and citation
-support are counted from the claim verdicts. An off-menu verdict, an id that is not in the
-context, or text that is not JSON is a :class:`VerdictError` (which earns one repair retry),
+An off-menu verdict, an id that is not in the context, no claims for an answer that states
+something, or text that is not JSON is a :class:`VerdictError` (which earns one repair retry),
 never a score.
 """
 
@@ -15,11 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
+from groundjudge.errors import GroundjudgeError
+
 ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
 ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
 
 
-class VerdictError(ValueError):
+class VerdictError(GroundjudgeError, ValueError):
     """The reply cannot be used; the message says why (it is shown to the model on repair)."""
 
 
@@ -44,39 +45,33 @@ class JudgedClaim(BaseModel):
         return "cited_support" if set(self.cited) & set(self.support) else "misattributed"
 
 
-# Correctness as words (rubric v2 on): small models misread a bare 0..3 scale.
+# Correctness as words (for rubrics that ask for a word): small models misread a bare 0..3 scale.
 CORRECTNESS_WORDS = {"wrong": 0, "partial": 1, "incomplete": 2, "complete": 3}
 
 
 class RawVerdict(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    claims: list[JudgedClaim]
-    correctness: StrictInt | Literal["wrong", "partial", "incomplete", "complete"]  # true/1.0 are not grades
-    reason: str = ""
+    """A ``grounded_answer`` reply: claims with verdicts, plus whatever fields the rubric's
+    criteria read (``correctness`` and any other, kept as extra fields)."""
 
-    @property
-    def correctness_grade(self) -> int:
-        if isinstance(self.correctness, str):
-            return CORRECTNESS_WORDS[self.correctness]
-        return self.correctness
+    model_config = ConfigDict(extra="allow", frozen=True)
+    claims: list[JudgedClaim]
+    correctness: StrictInt | Literal["wrong", "partial", "incomplete", "complete"] | None = None  # true/1.0 are not grades
+    reason: str = ""
 
     @field_validator("correctness")
     @classmethod
-    def _on_scale(cls, value: int | str) -> int | str:
+    def _on_scale(cls, value: int | str | None) -> int | str | None:
         if isinstance(value, int) and not 0 <= value <= 3:
             raise ValueError("correctness must be 0..3")
         return value
 
-
-class JudgeScores(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    faithfulness: float | None
-    citation_support: float | None
-    correctness: int | None
-    claims: int
-    unsupported_claims: int
-    contradicted_claims: int
-    misattributed_citations: int
+    @property
+    def fields(self) -> dict[str, object]:
+        """Reply fields a criterion may read, by name."""
+        out: dict[str, object] = dict(self.model_extra or {})
+        if self.correctness is not None:
+            out["correctness"] = self.correctness
+        return out
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -118,7 +113,7 @@ def extract_json(raw: str) -> dict:
     raise VerdictError("the reply is not a JSON object (it may be cut off)")
 
 
-def parse_verdict(raw: str, context_ids: Collection[str]) -> RawVerdict:
+def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:
     data = extract_json(raw)
     try:
         verdict = RawVerdict.model_validate(data)
@@ -126,27 +121,16 @@ def parse_verdict(raw: str, context_ids: Collection[str]) -> RawVerdict:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
         raise VerdictError(f"field {where}: {first['msg']}") from None
+    if answer_has_text and not verdict.claims:
+        raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
     known = set(context_ids)
     for i, claim in enumerate(verdict.claims):
         strays = [cid for cid in claim.support if cid not in known]
         if strays:
             raise VerdictError(f"claims[{i}].support names ids that are not in the CONTEXT: {strays}")
-        if claim.verdict == "supported" and not claim.support:
-            raise VerdictError(f"claims[{i}] is 'supported' but names no supporting CONTEXT id")
+        # Which chunk supports a claim matters only for a claim that cites: it tells a good
+        # citation from a misattributed one. An uncited supported claim needs no support ids.
+        if claim.verdict == "supported" and claim.cited and not claim.support:
+            raise VerdictError(f"claims[{i}] is 'supported' and cites {claim.cited} but names no supporting "
+                               "CONTEXT id")
     return verdict
-
-
-def score_verdict(verdict: RawVerdict, *, has_expected_answer: bool) -> JudgeScores:
-    claims = verdict.claims
-    supported = sum(1 for c in claims if c.verdict == "supported")
-    cited = [c for c in claims if c.cited]
-    cited_ok = sum(1 for c in cited if c.verdict == "supported" and set(c.cited) & set(c.support))
-    return JudgeScores(
-        faithfulness=supported / len(claims) if claims else None,
-        citation_support=cited_ok / len(cited) if cited else None,
-        correctness=verdict.correctness_grade if has_expected_answer else None,
-        claims=len(claims),
-        unsupported_claims=sum(1 for c in claims if c.verdict == "unsupported"),
-        contradicted_claims=sum(1 for c in claims if c.verdict == "contradicted"),
-        misattributed_citations=sum(1 for c in claims if c.triage_class == "misattributed"),
-    )

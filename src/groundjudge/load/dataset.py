@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import index_unique, read_records
 
 

@@ -28,7 +28,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 
 __all__ = ["read_qrels", "read_run"]
 

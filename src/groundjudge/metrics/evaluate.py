@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.aggregate import Summary, breakdowns, summarize
@@ -21,9 +21,15 @@ class ConfigMetrics:
 class MetricsRun:
     configs: dict[str, ConfigMetrics]
     overall: dict[str, Summary]
+    _index: dict[tuple[str, str], CaseMetrics] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Selection looks up every (config, case): a dict, not a scan, keeps it linear in cases.
+        index = {(c.config_id, c.case_id): c for cfg in self.configs.values() for c in cfg.cases}
+        object.__setattr__(self, "_index", index)
 
     def case(self, config_id: str, case_id: str) -> CaseMetrics | None:
-        return next((c for c in self.configs[config_id].cases if c.case_id == case_id), None)
+        return self._index.get((config_id, case_id))
 
 
 def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -> MetricsRun:

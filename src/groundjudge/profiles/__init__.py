@@ -12,7 +12,7 @@ from groundjudge.load.adapters import day39 as day39_format
 from groundjudge.load.adapters import kb_eval as kb_format
 from groundjudge.load.adapters import wfgy as wfgy_format
 from groundjudge.load.adapters import wfgy_chunking as chunking_format
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 
 

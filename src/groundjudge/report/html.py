@@ -17,6 +17,7 @@ from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.report import charts
+from groundjudge.report.judge_section import README_TRUST
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 
 VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad"}
@@ -41,13 +42,15 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
 
 def _case_views(doc: dict[str, Any], dataset: Dataset) -> list[dict[str, Any]]:
     judge = doc.get("judge", {}).get("per_config", {})
+    criteria = doc.get("judge", {}).get("criteria", [])
+    headline = (criteria[0]["name"], criteria[0]["metric"]) if criteria else None
     views = []
     for cfg in doc["configs"]:
         for case_id, values in doc["per_config"][cfg]["per_case"].items():
             case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
             if trace is None:
                 continue
-            verdict = judge.get(cfg, {}).get("per_case", {}).get(case_id, {})
+            verdict = judge.get(cfg, {}).get("cases", {}).get(case_id, {})
             claims = verdict.get("claims", [])
             ranking = ranking_of(trace)
             scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
@@ -61,7 +64,7 @@ def _case_views(doc: dict[str, Any], dataset: Dataset) -> list[dict[str, Any]]:
                 "observed_behavior": doc["per_config"][cfg]["case_details"][case_id]["observed_behavior"],
                 "failures": [DESCRIPTIONS[f] for f in failures],
                 "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
-                "faithfulness": (verdict.get("scores") or {}).get("faithfulness"),
+                "headline": (verdict.get("criteria", {}).get(headline[0]) or {}).get("value") if headline else None,
                 "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
                                "relevant": case.relevance.get(cid, 0) > 0, "in_context": cid in context_ids}
                               for i, cid in enumerate(ranking[:10])],
@@ -109,13 +112,38 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
     return out
 
 
+def _trust_note(doc: dict[str, Any]) -> Markup:
+    """The judge's trust status, shown above every place where its findings are read."""
+    trust = doc.get("gates", {}).get("trust", {})
+    if not trust:
+        return Markup("")
+    ok = all(t["trusted"] for t in trust.values())
+    head = ("Judge trusted: its agreement with human labels is proven for every metric." if ok else
+            "Judge untrusted: its findings are advisory. Its agreement with human labels is not proven "
+            f"(see the {README_TRUST}); read each finding against the chunks before acting on it.")
+    items = Markup("").join(Markup("<li><code>{}</code>: {}</li>").format(m, t["reason"]) for m, t in trust.items())
+    return Markup('<div class="trust{}"><strong>{}</strong><ul>{}</ul></div>').format(" ok" if ok else "", head, items)
+
+
+def _trust_short(doc: dict[str, Any]) -> str:
+    trust = doc.get("gates", {}).get("trust", {})
+    if not trust:
+        return "no trust status"
+    if all(t["trusted"] for t in trust.values()):
+        return "judge trusted"
+    return "judge untrusted, findings advisory: " + "; ".join(f"{m}: {t['reason']}" for m, t in trust.items())
+
+
 def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
     cases = _case_views(doc, dataset)
+    criteria = doc.get("judge", {}).get("criteria", [])
     return template.render(
         doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        trust_note=_trust_note(doc), trust_short=_trust_short(doc),
+        headline_metric=criteria[0]["metric"] if criteria else None,
         failed=[c for c in cases if c["failures"] or c["judge_status"] == "judge_error"
                 or any(cl["verdict"] != "supported" for cl in c["claims"])],
     )

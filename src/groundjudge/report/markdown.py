@@ -7,7 +7,7 @@ from typing import Any
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 
 HEADLINE = (
-    "hit@5", "recall@5", "recall@10", "mrr@10", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
+    "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
     "recall_doc@5", "context_recall", "context_precision", "citation_scoped", "must_cite_coverage",
     "citation_offset_accuracy", "behavior_correct", "under_refusal", "over_refusal", "must_contain",
     "forbidden_absent", "gold_claim_hit", "constraint_integrity", "acl_leak", "paraphrase_stability@5",
@@ -34,6 +34,29 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _leak_lines(doc: dict[str, Any]) -> list[str]:
+    """ACL leaks, said in terms of the verdict: leaks in a gated config block it; leaks in a
+    config no gate covers are critical for that config but do not change this verdict."""
+    leaks = {cfg: [cid for cid, d in doc["per_config"][cfg]["case_details"].items() if d["acl_leaks"]]
+             for cfg in doc["configs"]}
+    leaks = {cfg: ids for cfg, ids in leaks.items() if ids}
+    if not leaks:
+        return []
+    gated = doc.get("gates", {}).get("gated_configs")
+    out = []
+    for cfg, ids in leaks.items():
+        cases = ", ".join(f"`{cid}`" for cid in ids)
+        if gated is None:
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. They block a release of `{cfg}`.")
+        elif cfg in gated:
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. They block this release.")
+        else:
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. No gate covers `{cfg}` "
+                       f"(gated: {', '.join(f'`{g}`' for g in gated)}), so they do not change this verdict; "
+                       f"they would block a release of `{cfg}`.")
+    return out + [""]
+
+
 def headline_metrics(doc: dict[str, Any]) -> list[str]:
     present = {m for cfg in doc["per_config"].values() for m in cfg["aggregate"]}
     return [m for m in HEADLINE if m in present] or sorted(present)
@@ -44,18 +67,18 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     configs = doc["configs"]
     acc = doc["accounting"]
     out = [f"# {title}", ""] + ([preface] if preface else [])
-    leaks = [(cfg, cid) for cfg in configs for cid, d in doc["per_config"][cfg]["case_details"].items()
-             if d["acl_leaks"]]
-    if leaks:
-        out += [f"**Critical: {len(leaks)} ACL leak(s)** — "
-                + ", ".join(f"`{cid}` ({cfg})" for cfg, cid in leaks) + ". These block a release.", ""]
+    out += _leak_lines(doc)
+    trec = "qrels" in doc.get("inputs", {})
     out += ["## Accounting", "",
-            f"- cases in the golden set: {acc['cases']}",
+            f"- queries in the qrels: {acc['cases']}" if trec else f"- cases in the golden set: {acc['cases']}",
             *(f"- `{cfg}`: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
               + (f" ({', '.join(acc['missing_trace'][cfg][:10])})" if acc['missing_trace'].get(cfg) else "")
               for cfg, n in acc["scored"].items()),
-            f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",
-            f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc['unresolved_chunk_ids'].values()))}",
+            *([] if trec else [
+                f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",
+                f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc['unresolved_chunk_ids'].values()))}"]),
+            *([f"- run queries not in the qrels (left out of means): {len(acc['run_queries_not_in_qrels'])}"]
+              if trec and acc.get("run_queries_not_in_qrels") is not None else []),
             ""]
     out += ["## Aggregate metrics per config", "",
             "Each value is a mean over the cases where the metric is defined; n is that count.", ""]
@@ -63,6 +86,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
                   [[m, *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
     for title, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
+        if not any(doc["per_config"][cfg][key] for cfg in configs):
+            continue  # TREC runs have neither tags nor difficulty
         out += ["", f"## {title}", ""]
         for cfg in configs:
             groups = doc["per_config"][cfg][key]
@@ -78,7 +103,7 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     rows = []
     for cfg in configs:
         for cid, values in doc["per_config"][cfg]["per_case"].items():
-            classes = [c["class"] for c in judge.get(cfg, {}).get("per_case", {}).get(cid, {}).get("claims", [])]
+            classes = [c["class"] for c in judge.get(cfg, {}).get("cases", {}).get(cid, {}).get("claims", [])]
             stage = failure_stage(values, classes)
             if stage:
                 failed = deterministic_failures(values)
@@ -89,7 +114,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
                       [[f"`{cid}`", cfg, stage, "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
                        for _, cfg, cid, stage, failed in rows[:top_failed]])
         if len(rows) > top_failed:
-            out.append(f"\n… and {len(rows) - top_failed} more in metrics.json.")
+            where = "report.json" if doc.get("kind") == "groundjudge.report" else "metrics.json"
+            out.append(f"\n… and {len(rows) - top_failed} more in {where}.")
     else:
         out.append("None.")
     calibration = doc.get("calibration")

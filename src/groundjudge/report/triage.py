@@ -13,6 +13,7 @@ from typing import Any
 
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
+from groundjudge.report.judge_section import trust_lines
 
 CLAIM_KINDS = {"unsupported": "unsupported_claim", "contradicted": "contradicted_claim",
                "misattributed": "misattributed_citation"}
@@ -70,7 +71,7 @@ def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]
                                     "cited": [cit.chunk_id],
                                     "chunks": {cit.chunk_id: _text(dataset, config_id, case_id, cit.chunk_id)},
                                     "retrieval": facts})
-            verdict = judge.get(config_id, {}).get("per_case", {}).get(case_id, {})
+            verdict = judge.get(config_id, {}).get("cases", {}).get(case_id, {})
             for claim in verdict.get("claims", []):
                 kind = CLAIM_KINDS.get(claim["class"])
                 if kind is None:
@@ -78,6 +79,7 @@ def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]
                 facts = facts or retrieval_facts(dataset, config_id, case_id)
                 ids = list(dict.fromkeys([*claim["cited"], *claim["support"]]))
                 records.append({**base, "kind": kind, "claim": claim["claim"], "verdict": claim["verdict"],
+                                "support_probability": claim.get("confidence"),
                                 "cited": claim["cited"], "supported_by": claim["support"],
                                 "chunks": {i: _text(dataset, config_id, case_id, i) for i in ids},
                                 "retrieval": facts})
@@ -107,9 +109,14 @@ def _retrieval_line(facts: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_triage_markdown(records: list[dict[str, Any]]) -> str:
-    out = ["# Triage", "", f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
-           "invalid citations, grouped by case.", ""]
+def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> str:
+    """Findings grouped by case; with the run's report (``doc``), the judge's trust status first."""
+    out = ["# Triage", ""]
+    if doc is not None:
+        out += trust_lines(doc)
+    out += [f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
+            "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
+            "others are the judge's findings.", ""]
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
@@ -121,7 +128,9 @@ def render_triage_markdown(records: list[dict[str, Any]]) -> str:
             if r["kind"] == "invalid_citation":
                 out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
             else:
-                out.append(f"- **{r['kind'].replace('_', ' ')}**: “{r['claim']}” — cited "
+                p = r.get("support_probability")
+                out.append(f"- **{r['kind'].replace('_', ' ')}**: “{r['claim']}”"
+                           + ("" if p is None else f" (support {p:.2f})") + " — cited "
                            f"{', '.join(f'`{c}`' for c in r['cited']) or 'nothing'}, supported by "
                            f"{', '.join(f'`{c}`' for c in r['supported_by']) or 'nothing'}")
             for cid, text in r["chunks"].items():

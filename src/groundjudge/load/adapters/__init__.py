@@ -11,7 +11,7 @@ from types import ModuleType
 
 from groundjudge.load.adapters import day39, kb_eval, wfgy, wfgy_chunking
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from groundjudge.load.records import read_text
 
 ADAPTERS: dict[str, ModuleType] = {"wfgy": wfgy, "wfgy-chunking": wfgy_chunking, "kb-eval": kb_eval,

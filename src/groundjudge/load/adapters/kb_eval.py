@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
 
 from groundjudge.contracts import GoldenCase, Trace, Offsets
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, index_unique, read_records, validation_problems
 
 __all__ = [

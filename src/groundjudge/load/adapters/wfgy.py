@@ -42,7 +42,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr, Trace
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import index_unique, read_records, validation_problems
 
 __all__ = [

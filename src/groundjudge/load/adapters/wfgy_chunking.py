@@ -44,7 +44,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets, Trace
 from groundjudge.load.adapters.wfgy import config_ids_for
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import index_unique, read_records, validation_problems
 
 __all__ = [

@@ -1,0 +1,222 @@
+"""What the judge stage produces, as typed records: per case, per config and for the run.
+
+A case is ``judged`` (from the cache or a call), ``skipped`` (with the reason) or
+``judge_error`` (with the reason); only judged cases carry criterion values, and a value that
+does not apply (no claims, no expected answer) is ``None``, never a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Status = Literal["judged", "judge_error", "skipped"]
+ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
+ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
+Label = bool | int
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Frozen):
+    """Requests, tokens and spend; values add up with ``+``."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(requests=self.requests + other.requests, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     cost_usd=self.cost_usd + other.cost_usd)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @staticmethod
+    def total(items: Iterable[Usage]) -> Usage:
+        out = Usage()
+        for item in items:
+            out = out + item
+        return out
+
+
+class MetricValue(_Frozen):
+    """A mean with its denominator: ``value`` is None when ``n`` is 0."""
+
+    value: float | None
+    n: int
+
+    @staticmethod
+    def mean(values: Iterable[float | None]) -> MetricValue:
+        kept = [v for v in values if v is not None]
+        return MetricValue(value=sum(kept) / len(kept) if kept else None, n=len(kept))
+
+
+class ClaimResult(_Frozen):
+    """One claim of an answer and what the judge found about it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    claim: str
+    cited: list[str] = Field(default_factory=list)
+    verdict: ClaimVerdict
+    support: list[str] = Field(default_factory=list)  # chunk ids that state it
+    klass: ClaimClass = Field(alias="class")
+    confidence: float | None = None  # P(supported) where the judge gives a probability
+    cited_confidence: float | None = None  # P(supported by what it cites)
+    start: int | None = None  # span in the answer, where the claim was split without a model
+    end: int | None = None
+
+
+class NuggetResult(_Frozen):
+    """One nugget of the expected answer and whether the answer states it."""
+
+    text: str
+    stated: bool
+    confidence: float | None = None
+
+
+class CriterionValue(_Frozen):
+    """A criterion for one case: the label people would give, the value reports average, and
+    the judge's confidence in the label where it has one."""
+
+    label: Label | None
+    value: float | None
+    confidence: float | None = None
+
+
+_NOT_JUDGED_SCHEMA = {
+    # A case that was not judged carries a reason and never a score (SPEC 10).
+    "if": {"properties": {"status": {"enum": ["judge_error", "skipped"]}}},
+    "then": {"required": ["reason"], "properties": {"reason": {"type": "string", "minLength": 1},
+                                                    "criteria": {"maxProperties": 0}, "claims": {"maxItems": 0}}},
+}
+
+
+class CaseJudgement(_Frozen):
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_NOT_JUDGED_SCHEMA)
+    case_id: str
+    config_id: str
+    status: Status
+    reason: str | None = None  # why skipped or errored
+    selected_because: str | None = None
+    source: Literal["cache", "call"] | None = None
+    criteria: dict[str, CriterionValue] = Field(default_factory=dict)
+    claims: list[ClaimResult] = Field(default_factory=list)
+    nuggets: list[NuggetResult] = Field(default_factory=list)
+    judge_reason: str | None = None  # the model's own one-line reason
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+    cache_key: str | None = None
+    raw: str | None = None
+
+    @model_validator(mode="after")
+    def _no_score_without_a_judgement(self) -> CaseJudgement:
+        if self.status != "judged" and (self.criteria or self.claims or not self.reason):
+            raise ValueError(f"a {self.status} case carries a reason and no scores")
+        return self
+
+    def label(self, criterion: str) -> Label | None:
+        value = self.criteria.get(criterion)
+        return None if value is None else value.label
+
+
+class ConfigJudgeSummary(_Frozen):
+    """Judge aggregates of one config, computed from its cases."""
+
+    metrics: dict[str, MetricValue]  # criterion metric name -> mean over judged cases
+    labels: dict[str, dict[str, int]]  # criterion name -> label -> count over judged cases
+    claims: int
+    claim_classes: dict[str, int]
+    status_counts: dict[str, int]
+    judge_error_rate: MetricValue
+
+
+class ConfigJudgement(_Frozen):
+    summary: ConfigJudgeSummary
+    cases: dict[str, CaseJudgement]
+
+
+class RubricRef(_Frozen):
+    id: str
+    version: int
+    hash: str
+
+
+class JudgeIdentity(_Frozen):
+    """What a calibration record is bound to: rubric, model and decoding settings."""
+
+    rubric: RubricRef
+    model: str
+    decoding: dict[str, Any]
+
+
+class CriterionInfo(_Frozen):
+    name: str
+    kind: Literal["binary", "ordinal"]
+    labels: list[Label]
+    metric: str
+
+
+class JudgeTotals(_Frozen):
+    usage: Usage
+    cache_hits: int
+    judge_errors: int
+    done: int
+    stopped: str | None  # why the run stopped sending, if it did
+    output_mode: str | None
+    logprobs: bool | None = None  # did the endpoint return token probabilities
+
+
+class JudgeRun(_Frozen):
+    identity: JudgeIdentity
+    base_url: str | None
+    criteria: list[CriterionInfo]
+    to_judge: int
+    skip_reasons: dict[str, int]
+    totals: JudgeTotals
+    cache: dict[str, Any]
+    per_config: dict[str, ConfigJudgement]
+
+    def case(self, config_id: str, case_id: str) -> CaseJudgement | None:
+        section = self.per_config.get(config_id)
+        return section.cases.get(case_id) if section else None
+
+    def criterion(self, name: str) -> CriterionInfo | None:
+        return next((c for c in self.criteria if c.name == name), None)
+
+    def criterion_for_metric(self, metric: str) -> CriterionInfo | None:
+        return next((c for c in self.criteria if c.metric == metric), None)
+
+
+def summarize_config(cases: dict[str, CaseJudgement], criteria: list[CriterionInfo]) -> ConfigJudgeSummary:
+    judged = [c for c in cases.values() if c.status == "judged"]
+    statuses: dict[str, int] = {}
+    for c in cases.values():
+        statuses[c.status] = statuses.get(c.status, 0) + 1
+    labels: dict[str, dict[str, int]] = {}
+    for crit in criteria:
+        counts: dict[str, int] = {}
+        for c in judged:
+            label = c.label(crit.name)
+            if label is not None:
+                counts[str(label)] = counts.get(str(label), 0) + 1
+        labels[crit.name] = counts
+    classes: dict[str, int] = {}
+    for c in judged:
+        for claim in c.claims:
+            classes[claim.klass] = classes.get(claim.klass, 0) + 1
+    errors = statuses.get("judge_error", 0)
+    attempted = len(judged) + errors
+    return ConfigJudgeSummary(
+        metrics={crit.metric: MetricValue.mean(c.criteria[crit.name].value if crit.name in c.criteria else None
+                                               for c in judged) for crit in criteria},
+        labels=labels, claims=sum(len(c.claims) for c in judged), claim_classes=classes, status_counts=statuses,
+        judge_error_rate=MetricValue(value=errors / attempted if attempted else None, n=attempted),
+    )

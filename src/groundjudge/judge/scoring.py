@@ -1,0 +1,88 @@
+"""Criterion values from what the judge found, as each rubric criterion declares (``score``).
+
+Scores never come from a number the model states about its own answer quality: shares are
+counted from claim verdicts, probabilities come from the answer tokens, and a reply field is
+used only where the rubric says the criterion is read from it, on the criterion's label scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from groundjudge.judge.results import ClaimResult, CriterionValue, NuggetResult
+from groundjudge.judge.rubric import Criterion
+from groundjudge.judge.verdict import CORRECTNESS_WORDS, VerdictError
+
+
+def _share(claims: Sequence[ClaimResult], ok: Any) -> CriterionValue:
+    if not claims:
+        return CriterionValue(label=None, value=None)
+    value = sum(1 for c in claims if ok(c)) / len(claims)
+    return CriterionValue(label=value == 1.0, value=value)
+
+
+def _support(probabilities: Sequence[float], cut: float) -> CriterionValue:
+    """Mean support as the value; true when every claim reaches ``cut``; min support as confidence."""
+    if not probabilities:
+        return CriterionValue(label=None, value=None)
+    low = min(probabilities)
+    return CriterionValue(label=low >= cut, value=sum(probabilities) / len(probabilities), confidence=low)
+
+
+def _probability(claim: ClaimResult, cited: bool) -> float:
+    p = claim.cited_confidence if cited else claim.confidence
+    if p is not None:
+        return p
+    # An endpoint without token probabilities: the sampled answer, as 1 or 0.
+    return 1.0 if (claim.klass == "cited_support" if cited else claim.verdict == "supported") else 0.0
+
+
+def _field(criterion: Criterion, fields: Mapping[str, Any]) -> CriterionValue:
+    name = criterion.reply_field
+    if name not in fields:
+        raise VerdictError(f"field {name}: missing")
+    raw = fields[name]
+    if criterion.kind == "binary":
+        if not isinstance(raw, bool):
+            raise VerdictError(f"field {name}: must be true or false")
+        return CriterionValue(label=raw, value=float(raw))
+    if isinstance(raw, str) and raw in CORRECTNESS_WORDS:
+        raw = CORRECTNESS_WORDS[raw]
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw not in criterion.labels:
+        raise VerdictError(f"field {name}: must be one of {criterion.labels}")
+    return CriterionValue(label=raw, value=float(raw))
+
+
+def _nugget_grade(criterion: Criterion, nuggets: Sequence[NuggetResult]) -> CriterionValue:
+    if not nuggets:
+        return CriterionValue(label=None, value=None)
+    share = sum(1 for n in nuggets if n.stated) / len(nuggets)
+    grade = sorted(criterion.labels)[sum(1 for cut in criterion.cut_points or [] if share >= cut)]
+    return CriterionValue(label=grade, value=float(grade))
+
+
+def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],
+                     nuggets: Sequence[NuggetResult] = (), fields: Mapping[str, Any] | None = None,
+                     has_expected_answer: bool) -> dict[str, CriterionValue]:
+    """One value per criterion; raises :class:`VerdictError` when a reply field is missing or
+    off its scale (which earns the reply one repair)."""
+    out: dict[str, CriterionValue] = {}
+    cited = [c for c in claims if c.cited]
+    for criterion in criteria:
+        kind = criterion.score_kind
+        if criterion.uses_expected_answer and not has_expected_answer:
+            out[criterion.name] = CriterionValue(label=None, value=None)
+        elif kind == "claim_share":
+            out[criterion.name] = _share(claims, lambda c: c.verdict == "supported")
+        elif kind == "cited_claim_share":
+            out[criterion.name] = _share(cited, lambda c: c.verdict == "supported" and c.klass == "cited_support")
+        elif kind == "claim_support":
+            out[criterion.name] = _support([_probability(c, False) for c in claims], criterion.cut)
+        elif kind == "cited_claim_support":
+            out[criterion.name] = _support([_probability(c, True) for c in cited], criterion.cut)
+        elif kind == "nugget_grade":
+            out[criterion.name] = _nugget_grade(criterion, nuggets)
+        else:
+            out[criterion.name] = _field(criterion, fields or {})
+    return out

@@ -1,0 +1,160 @@
+"""The machine-readable documents, as models: ``metrics.json`` and ``report.json``.
+
+Both are built from the typed run once, at the edge, and their JSON Schemas
+(``groundjudge schema metrics|report``) are generated from these same models, so the published
+schema cannot drift from what is written. ``schema_version`` 2 is the first version built
+this way; readers name the version they found when they cannot read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from groundjudge.gate import GateReport
+from groundjudge.judge.results import JudgeRun, MetricValue
+from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.case import MetricSettings
+from groundjudge.metrics.evaluate import MetricsRun
+from groundjudge.provenance import provenance
+
+SCHEMA_VERSION = 2
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(_Doc):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    tool: str
+    tool_version: str
+    git_commit: str | None
+    git_dirty: bool | None
+    python: str
+    packages: dict[str, str | None]
+
+
+class CaseDetail(_Doc):
+    observed_behavior: str
+    expected_behavior: str
+    acl_leaks: list[dict[str, Any]]
+    content_types: list[str]
+
+
+class ConfigMetrics(_Doc):
+    versions: dict[str, list[str]] = Field(default_factory=dict)
+    aggregate: dict[str, MetricValue]
+    by_tag: dict[str, dict[str, MetricValue]]
+    by_difficulty: dict[str, dict[str, MetricValue]]
+    by_content_type: dict[str, dict[str, MetricValue]]
+    per_case: dict[str, dict[str, float | None]]
+    case_details: dict[str, CaseDetail]
+
+
+class Accounting(_Doc):
+    cases: int
+    scored: dict[str, int]
+    missing_trace: dict[str, list[str]]
+    missing_text: dict[str, list[str]]
+    unresolved_chunk_ids: dict[str, list[str]]
+    run_queries_not_in_qrels: list[str] | None = None  # TREC inputs: left out of means
+
+
+class MetricsSettings(_Doc):
+    ks: list[int]
+    offset_window_bytes: int | None = None
+    stability_k: int | None = None
+    refusal_token: str | None = None
+    averaging: str | None = None  # TREC inputs: how means are taken
+
+
+class MetricsDocument(_Doc):
+    """``metrics.json``: everything the deterministic stage found."""
+
+    schema_version: Literal[2] = SCHEMA_VERSION
+    kind: Literal["groundjudge.metrics", "groundjudge.report"] = "groundjudge.metrics"
+    provenance: Provenance
+    inputs: dict[str, str]
+    settings: MetricsSettings
+    configs: list[str]
+    accounting: Accounting
+    aggregate: dict[str, MetricValue]
+    per_config: dict[str, ConfigMetrics]
+    per_case: dict[str, dict[str, float | None]] | None = None  # with a single config, its per_case
+
+
+class CriterionAgreement(_Doc):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    judge_vs_human: dict[str, Any]
+    inter_rater: dict[str, dict[str, Any]]
+
+
+class CalibrationSummary(_Doc):
+    """The calibration record this run's judge is held to (exactly its rubric, model, decoding)."""
+
+    path: str
+    primary_rater: str
+    raters: dict[str, int]
+    criteria: dict[str, CriterionAgreement]
+    claims: dict[str, Any]
+
+
+class ReportDocument(MetricsDocument):
+    """``report.json``: the deterministic metrics, the judge, the gates and calibration."""
+
+    kind: Literal["groundjudge.metrics", "groundjudge.report"] = "groundjudge.report"
+    judge: JudgeRun
+    gates: GateReport
+    calibration: CalibrationSummary | None
+    bias_corrected: dict[str, Any] | None = None  # PPI estimates, with --labels
+
+
+def _summaries(values: dict[str, Any]) -> dict[str, MetricValue]:
+    return {k: MetricValue(value=v["value"], n=v["n"]) for k, v in values.items()}
+
+
+def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings) -> MetricsDocument:
+    """Everything the deterministic stage found.
+
+    ``aggregate`` pools every scored trace; ``per_config`` holds each config's aggregate,
+    breakdowns and per-case values. With a single config, ``per_case`` (case id -> metric ->
+    value) is also given at the top level.
+    """
+    per_config: dict[str, ConfigMetrics] = {}
+    for cfg_id, cfg in run.configs.items():
+        versions: dict[str, set[str]] = {}
+        for variants in dataset.traces[cfg_id].values():
+            for trace in variants.values():
+                for key, value in trace.versions.items():
+                    versions.setdefault(key, set()).add(value)
+        per_config[cfg_id] = ConfigMetrics(
+            versions={key: sorted(values) for key, values in sorted(versions.items())},
+            aggregate=_summaries(cfg.aggregate),
+            by_tag={g: _summaries(v) for g, v in cfg.breakdown["tag"].items()},
+            by_difficulty={g: _summaries(v) for g, v in cfg.breakdown["difficulty"].items()},
+            by_content_type={g: _summaries(v) for g, v in cfg.breakdown["content_type"].items()},
+            per_case={c.case_id: c.values for c in cfg.cases},
+            case_details={c.case_id: CaseDetail(
+                observed_behavior=c.behavior, expected_behavior=dataset.cases[c.case_id].expected_behavior,
+                acl_leaks=[asdict(leak) for leak in c.acl_leaks], content_types=c.content_types)
+                for c in cfg.cases},
+        )
+    return MetricsDocument(
+        provenance=Provenance.model_validate(provenance()), inputs=dataset.sources,
+        settings=MetricsSettings(ks=list(settings.ks), offset_window_bytes=settings.offset_window,
+                                 stability_k=settings.stability_k, refusal_token=settings.rules.refusal_token),
+        configs=list(run.configs),
+        accounting=Accounting(cases=len(dataset.cases), scored={cfg: len(c.cases) for cfg, c in run.configs.items()},
+                              missing_trace=dataset.missing_trace, missing_text=dataset.missing_text,
+                              unresolved_chunk_ids=dataset.unresolved_chunks),
+        aggregate=_summaries(run.overall), per_config=per_config,
+        per_case=next(iter(per_config.values())).per_case if len(per_config) == 1 else None,
+    )
+
+
+def as_json_dict(document: BaseModel) -> dict[str, Any]:
+    """The document as written to disk (claim classes under their JSON name ``class``)."""
+    return document.model_dump(mode="json", by_alias=True, exclude_none=False)
