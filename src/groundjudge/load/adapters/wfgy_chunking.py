@@ -146,10 +146,6 @@ def read_traces(path: str | Path) -> list[tuple[int, ChunkingTrace]]:
     return read_records(path, ChunkingTrace)
 
 
-def _merge_extras(mapped: dict[str, Any], extras: dict[str, Any] | None) -> dict[str, Any]:
-    return merge_extras(mapped, extras, "wfgy_")
-
-
 def _pair(offsets: Offsets | None) -> list[int] | None:
     return None if offsets is None else [offsets.start, offsets.end]
 
@@ -165,16 +161,16 @@ def _native_case(gold: ChunkingGold) -> dict[str, Any]:
     }
     if gold.gold_offsets:
         mapped["gold_offsets"] = {bid: _pair(off) for bid, off in gold.gold_offsets.items()}
-    return _merge_extras(mapped, gold.model_extra)
+    return merge_extras(mapped, gold.model_extra, "wfgy_")
 
 
 def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str, Any]:
     retrieved = [
-        _merge_extras({"chunk_id": item.id, "score": item.score, "offsets": _pair(item.offsets),
-                       "type": item.type, "rank": rank}, item.model_extra)
+        merge_extras({"chunk_id": item.id, "score": item.score, "offsets": _pair(item.offsets),
+                      "type": item.type, "rank": rank}, item.model_extra, "wfgy_")
         for rank, item in enumerate(trace.topk, start=1)
     ]
-    citations = [_merge_extras({"chunk_id": c.id, "offsets": _pair(c.offsets)}, c.model_extra)
+    citations = [merge_extras({"chunk_id": c.id, "offsets": _pair(c.offsets)}, c.model_extra, "wfgy_")
                  for c in trace.answer_citations]
     mapped: dict[str, Any] = {
         "query_id": trace.qid,
@@ -188,7 +184,7 @@ def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str,
         mapped["ΔS"] = list(trace.delta_s)
     if trace.lambda_state is not None:
         mapped["λ_state"] = trace.lambda_state
-    return _merge_extras(mapped, trace.model_extra)
+    return merge_extras(mapped, trace.model_extra, "wfgy_")
 
 
 def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
