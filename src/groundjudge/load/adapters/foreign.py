@@ -1,6 +1,7 @@
 """What every adapter needs to read a foreign format: records that keep unknown fields, nulls
 read as the field's default, gold files with one line per id, unknown fields carried into the
-native record, and a config id per trace file.
+native record, native traces validated with the foreign file's line in every problem, and a
+config id per trace file.
 
 An adapter for a new system builds on these and stays a mapping of fields (see
 :mod:`groundjudge.load.adapters.registry` for how it is registered).
