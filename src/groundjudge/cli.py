@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -63,14 +64,39 @@ def print_summary(doc: dict[str, Any], quiet: bool) -> None:
     Console(highlight=False).print(table)
 
 
+def format_choices() -> Sequence[str]:
+    from groundjudge.load.adapters import format_choices as registered
+
+    return registered()
+
+
+def profile_names() -> Sequence[str]:
+    from groundjudge.profiles import profile_names as registered
+
+    return registered()
+
+
+class RegistryChoice(click.Choice):
+    """A choice among a registry's names, read when the option is used (not when this module is
+    imported), so a system registered later is a valid choice too."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        # click.Choice.__init__ would copy the names once, at import; read them on use instead.
+        self._names = names
+        self.case_sensitive = True
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+
 def input_options(func: Any) -> Any:
     for option in reversed([
         click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file."),
         click.option("--golden", type=click.Path(path_type=Path), help="Golden set (JSONL or YAML)."),
         click.option("--traces", multiple=True, type=click.Path(path_type=Path), help="Traces JSONL (repeatable)."),
         click.option("--corpus", type=click.Path(path_type=Path), help="Corpus JSONL (chunk text, docs, ACL)."),
-        click.option("--format", "fmt", type=click.Choice(["auto", "native", "wfgy", "wfgy-chunking", "kb-eval",
-                                                           "day39"]), help="Input format (default: detected)."),
+        click.option("--format", "fmt", type=RegistryChoice(format_choices), help="Input format (default: detected)."),
         click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Cutoffs (repeatable; default 1 3 5 10)."),
         click.option("--out", type=click.Path(path_type=Path), help="Output folder (default runs/<timestamp>)."),
         click.option("--quiet", is_flag=True, help="Print nothing but errors."),
@@ -83,7 +109,7 @@ def input_options(func: Any) -> Any:
 @input_options
 @click.option("--qrels", type=click.Path(path_type=Path), help="TREC qrels file (with --run).")
 @click.option("--run", "run_file", type=click.Path(path_type=Path), help="TREC run file (with --qrels).")
-@click.option("--profile", type=click.Choice(["wfgy", "wfgy-chunking", "kb-eval", "day39"]),
+@click.option("--profile", type=RegistryChoice(profile_names),
               help="Also report in a replaced system's own terms (inputs in its format); its gate sets the exit code.")
 @click.option("--live", multiple=True, type=click.Path(path_type=Path),
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")

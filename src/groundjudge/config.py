@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from groundjudge.errors import InputError, InputProblem
+from groundjudge.load.adapters import format_choices
 
 
 class _Section(BaseModel):
@@ -23,11 +24,18 @@ class InputsConfig(_Section):
     golden: Path | None = None
     traces: list[Path] = Field(default_factory=list)
     live: list[Path] = Field(default_factory=list)  # wfgy-chunking: the live index's traces
-    format: Literal["auto", "native", "wfgy", "wfgy-chunking", "kb-eval", "day39"] = "auto"
+    format: str = "auto"  # one of format_choices(): the registry decides, so new systems count
     corpus: Path | None = None
     labels: list[Path] = Field(default_factory=list)
     qrels: Path | None = None
     run: Path | None = None
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in format_choices():
+            raise ValueError(f"unknown format {value!r}; known: {', '.join(format_choices())}")
+        return value
 
 
 class MetricsConfig(_Section):
@@ -125,7 +133,11 @@ def _resolve(base: Path, value: Any) -> Any:
     return value
 
 
-PATH_FIELDS = {("inputs", name) for name in InputsConfig.model_fields} | {
+def _holds_path(annotation: Any) -> bool:
+    return annotation is Path or any(_holds_path(arg) for arg in get_args(annotation))
+
+
+PATH_FIELDS = {("inputs", name) for name, field in InputsConfig.model_fields.items() if _holds_path(field.annotation)} | {
     ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
     ("trust", "records_dir")}
 

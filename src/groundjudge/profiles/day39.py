@@ -38,12 +38,15 @@ import math
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from groundjudge.load.adapters.day39 import Day39Golden, Day39Output
+from groundjudge.load.adapters.day39 import FORMAT_NAME, Day39Golden, Day39Output, read_golden, read_outputs
+from groundjudge.profiles.registry import Profile, ProfileResult
 
 __all__ = [
     "ABSTAIN_PHRASES",
+    "PROFILE",
     "DEFAULT_GATES",
     "K_VALUES",
     "MAX_FAILED_ROWS",
@@ -388,3 +391,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", "## Golden Cases Without Output", ""]
         lines += [f"- {_cell(cfg)}: {', '.join(ids)}" for cfg, ids in missing.items()]
     return "\n".join(lines) + "\n"
+
+
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
+    """The runner's report from its golden file and output files; its release gate is the verdict."""
+    cases = read_golden(golden)
+    result = report(cases, read_outputs(list(traces), cases))
+    return ProfileResult(FORMAT_NAME, result, render_markdown(result), result["exit_code"] == 0)
+
+
+PROFILE = Profile(FORMAT_NAME, from_files)

@@ -36,13 +36,26 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import Any, Literal
 
-from groundjudge.load.adapters.kb_eval import KbGoldenQuery, KbHit, KbResult, KbRun, SourceSpan
+from groundjudge.load.adapters.kb_eval import (
+    FORMAT_NAME,
+    KbGoldenQuery,
+    KbHit,
+    KbResult,
+    KbRun,
+    SourceSpan,
+    read_golden,
+    read_run,
+)
+from groundjudge.errors import InputError
 from groundjudge.metrics.text import normalize
+from groundjudge.profiles.registry import Profile, ProfileResult
 
 __all__ = [
     "DEFAULT_KS",
+    "PROFILE",
     "MRR_CUTOFF",
     "MIN_SPAN_OVERLAP",
     "ChunkerVersionMismatch",
@@ -468,3 +481,19 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     if "per_query" in report:
         return _render_compare(report)
     return _render_run(report)
+
+
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
+    """kb-eval's report of one results file, or its comparison of two (the second against the first)."""
+    queries = read_golden(golden)
+    runs = [read_run(path, queries) for path in traces]
+    if len(runs) == 2:
+        result = compare_runs(queries, runs[0], runs[1])
+    elif len(runs) == 1:
+        result = report(queries, runs[0])
+    else:
+        raise InputError.one(golden, None, "traces", "the kb-eval profile takes one results file, or two to compare")
+    return ProfileResult(FORMAT_NAME, result, render_markdown(result), None)  # kb-eval has no gate
+
+
+PROFILE = Profile(FORMAT_NAME, from_files)

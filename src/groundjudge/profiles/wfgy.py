@@ -40,11 +40,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from groundjudge.load.adapters.wfgy import REFUSAL_TOKEN, WfgyGold, WfgyTrace, is_refusal
+from groundjudge.load.adapters.wfgy import (
+    FORMAT_NAME,
+    REFUSAL_TOKEN,
+    WfgyGold,
+    WfgyTrace,
+    is_refusal,
+    read_gold,
+    read_traces,
+)
+from groundjudge.profiles.registry import Profile, ProfileResult
 
 __all__ = [
     "DEFAULT_GATES",
+    "PROFILE",
     "MIN_SUBSTRING_LENGTH",
     "ItemCheck",
     "check_items",
@@ -395,3 +406,14 @@ def render_markdown(result: dict) -> str:
             cells = [off["qid"], "; ".join(off["problems"]), ", ".join(off["retrieved_ids"]), ", ".join(off["citations"])]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
+    """WFGY's report from its gold file and trace files (all traces read as one stream, in order)."""
+    gold = [g for _, g in read_gold(golden)]
+    runs = [t for path in traces for _, t in read_traces(path)]
+    result = report(gold, runs)
+    return ProfileResult(FORMAT_NAME, result, render_markdown(result), bool(result["pass"]))
+
+
+PROFILE = Profile(FORMAT_NAME, from_files)

@@ -34,13 +34,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from groundjudge.contracts import Behavior, GoldenCase, Trace
+from groundjudge.contracts import Behavior, GoldenCase, NonEmptyStr
+from groundjudge.load.adapters.foreign import (
+    ForeignRecord,
+    NativeData,
+    NativeTraces,
+    merge_extras,
+    native_trace,
+    null_as_default,
+    read_unique,
+)
+from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import convert_records, index_unique, read_records, validation_problems
+from groundjudge.load.records import convert_records, read_records
 
 __all__ = [
+    "FORMAT",
+    "FORMAT_NAME",
     "ChunkRef",
     "Day39Golden",
     "Day39Output",
@@ -50,19 +62,12 @@ __all__ = [
     "to_native",
 ]
 
-NonEmptyStr = Annotated[str, Field(min_length=1)]
+FORMAT_NAME = "day39"
+
 Grade = Annotated[int, Field(ge=0, le=3)]
 
 
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-def _null_to_empty(value: Any, empty: Any) -> Any:
-    return empty if value is None else value
-
-
-class Day39Golden(_Line):
+class Day39Golden(ForeignRecord):
     """One golden case as the day-39 runner reads it."""
 
     id: NonEmptyStr
@@ -76,25 +81,8 @@ class Day39Golden(_Line):
     expected_behavior: Behavior = "answer"
     user_context: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("expected_chunk_ids", "must_cite", "tags", mode="before")
-    @classmethod
-    def _list_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, [])
-
-    @field_validator("relevance", "user_context", mode="before")
-    @classmethod
-    def _dict_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, {})
-
-    @field_validator("expected_answer", mode="before")
-    @classmethod
-    def _answer_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, "")
-
-    @field_validator("difficulty", mode="before")
-    @classmethod
-    def _difficulty_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, "unknown")
+    _nulls = null_as_default("expected_answer", "expected_chunk_ids", "relevance", "must_cite", "difficulty", "tags",
+                             "user_context")
 
     @property
     def grades(self) -> dict[str, int]:
@@ -102,20 +90,19 @@ class Day39Golden(_Line):
         return dict(self.relevance) if self.relevance else {cid: 3 for cid in self.expected_chunk_ids}
 
 
-class ChunkRef(_Line):
+class ChunkRef(ForeignRecord):
     """A chunk named in an output: ``chunk_id`` plus whatever the pipeline logged about it."""
 
     chunk_id: NonEmptyStr
 
 
 def _refs(value: Any) -> Any:
-    value = _null_to_empty(value, [])
     if isinstance(value, list):
         return [{"chunk_id": item} if isinstance(item, str) else item for item in value]
     return value
 
 
-class Day39Output(_Line):
+class Day39Output(ForeignRecord):
     """One RAG output line: what one config did for one golden case."""
 
     query_id: NonEmptyStr
@@ -131,20 +118,13 @@ class Day39Output(_Line):
     cost_usd: float | None = Field(default=None, ge=0)
     versions: dict[str, str] = Field(default_factory=dict)
 
+    _nulls = null_as_default("config_id", "retrieved_chunks", "context_chunks", "citations", "latency_ms", "tokens",
+                             "versions")
+
     @field_validator("retrieved_chunks", "context_chunks", "citations", mode="before")
     @classmethod
     def _ids_as_refs(cls, value: Any) -> Any:
         return _refs(value)
-
-    @field_validator("config_id", mode="before")
-    @classmethod
-    def _config_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, "unknown")
-
-    @field_validator("latency_ms", "tokens", "versions", mode="before")
-    @classmethod
-    def _dict_or_null(cls, value: Any) -> Any:
-        return _null_to_empty(value, {})
 
     @property
     def retrieved_ids(self) -> list[str]:
@@ -160,10 +140,7 @@ class Day39Output(_Line):
 
 
 def _read_golden_lines(path: str | Path) -> tuple[dict[str, Day39Golden], dict[str, int]]:
-    cases, lines, problems = index_unique(path, read_records(path, Day39Golden), lambda c: c.id, "id", "case id")
-    if problems:
-        raise InputError(problems)
-    return cases, lines
+    return read_unique(path, Day39Golden, "id", "case id")
 
 
 def read_golden(path: str | Path) -> dict[str, Day39Golden]:
@@ -226,51 +203,47 @@ def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
 
 
 def _golden_to_native(case: Day39Golden) -> dict[str, Any]:
-    data = dict(case.model_extra or {})
     user = dict(case.user_context)
     if "tenant_id" in user and "tenant" not in user:
         user["tenant"] = user["tenant_id"]
-    data.update(
-        id=case.id,
-        question=case.question,
-        expected_answer=case.expected_answer or None,
-        expected_chunk_ids=list(case.expected_chunk_ids),
-        relevance=dict(case.relevance),
-        must_cite=list(case.must_cite),
-        difficulty=None if case.difficulty == "unknown" else case.difficulty,
-        tags=list(case.tags),
-        expected_behavior=case.expected_behavior,
-        user_context=user or None,
-    )
-    return data
+    mapped: dict[str, Any] = {
+        "id": case.id,
+        "question": case.question,
+        "expected_answer": case.expected_answer or None,
+        "expected_chunk_ids": list(case.expected_chunk_ids),
+        "relevance": dict(case.relevance),
+        "must_cite": list(case.must_cite),
+        "difficulty": None if case.difficulty == "unknown" else case.difficulty,
+        "tags": list(case.tags),
+        "expected_behavior": case.expected_behavior,
+        "user_context": user or None,
+    }
+    return merge_extras(mapped, case.model_extra, "day39_")
 
 
 def _output_to_native(output: Day39Output, config_id: str) -> dict[str, Any]:
     def dump(refs: list[ChunkRef]) -> list[dict[str, Any]]:
         return [ref.model_dump() for ref in refs]
 
-    data = dict(output.model_extra or {})
-    data.update(
-        query_id=output.query_id,
-        config_id=config_id,
-        question=output.question,
-        retrieved_chunks=dump(output.retrieved_chunks),
-        context_chunks=dump(output.context_chunks),
-        answer=output.answer,
-        citations=dump(output.citations),
-        behavior=output.expected_behavior_observed,
-        expected_behavior_observed=output.expected_behavior_observed,
-        latency_ms=dict(output.latency_ms),
-        tokens=dict(output.tokens),
-        cost_usd=output.cost_usd,
-        versions=dict(output.versions),
-    )
-    return data
+    mapped: dict[str, Any] = {
+        "query_id": output.query_id,
+        "config_id": config_id,
+        "question": output.question,
+        "retrieved_chunks": dump(output.retrieved_chunks),
+        "context_chunks": dump(output.context_chunks),
+        "answer": output.answer,
+        "citations": dump(output.citations),
+        "behavior": output.expected_behavior_observed,
+        "expected_behavior_observed": output.expected_behavior_observed,
+        "latency_ms": dict(output.latency_ms),
+        "tokens": dict(output.tokens),
+        "cost_usd": output.cost_usd,
+        "versions": dict(output.versions),
+    }
+    return merge_extras(mapped, output.model_extra, "day39_")
 
 
-def to_native(
-    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
-) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
     """Convert a day-39 golden file and output files into native golden cases and traces.
 
     Field names are kept; ``user_context.tenant_id`` also becomes ``tenant``, an empty
@@ -283,7 +256,7 @@ def to_native(
     if problems:
         raise InputError(problems)
 
-    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    traces: NativeTraces = {}
     seen: dict[tuple[str, str], str] = {}
     for path, line, output in _read_output_lines(trace_paths, golden):
         cfg = config_id or output.config_id
@@ -294,12 +267,12 @@ def to_native(
                                          f"(first at {seen[key]})"))
             continue
         seen[key] = f"{path}:{line}"
-        try:
-            trace = Trace.model_validate(_output_to_native(output, cfg))
-        except ValidationError as exc:
-            problems.extend(validation_problems(path, line, exc))
-            continue
-        traces.setdefault(cfg, {})[output.query_id] = {0: trace}
+        trace = native_trace(_output_to_native(output, cfg), path, line, problems)
+        if trace is not None:
+            traces.setdefault(cfg, {})[output.query_id] = {0: trace}
     if problems:
         raise InputError(problems)
     return cases, traces
+
+
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)

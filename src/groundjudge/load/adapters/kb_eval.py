@@ -34,15 +34,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer, model_validator
+from pydantic import Field, model_serializer, model_validator
 
-from groundjudge.contracts import GoldenCase, Trace, Offsets
+from groundjudge.contracts import GoldenCase, NonEmptyStr, Offsets, Trace
+from groundjudge.load.adapters.foreign import (
+    ForeignRecord,
+    NativeData,
+    NativeTraces,
+    merge_extras,
+    native_trace,
+    read_unique,
+)
+from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import convert_records, index_unique, read_records, validation_problems
+from groundjudge.load.records import convert_records, read_records
 
 __all__ = [
+    "FORMAT",
+    "FORMAT_NAME",
     "KbAnswer",
     "KbChunkSpans",
     "KbCitation",
@@ -57,11 +68,7 @@ __all__ = [
     "to_native",
 ]
 
-NonEmptyStr = Annotated[str, Field(min_length=1)]
-
-
-class _Line(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+FORMAT_NAME = "kb-eval"
 
 
 class SourceSpan(Offsets):
@@ -75,7 +82,7 @@ class SourceSpan(Offsets):
         return self.end - self.start
 
 
-class KbChunkSpans(_Line):
+class KbChunkSpans(ForeignRecord):
     """Where an expected chunk lies in its document (for matching across chunker versions)."""
 
     chunk_id: NonEmptyStr
@@ -83,7 +90,7 @@ class KbChunkSpans(_Line):
     source_spans: list[SourceSpan] = Field(min_length=1)
 
 
-class KbGoldenQuery(_Line):
+class KbGoldenQuery(ForeignRecord):
     """One kb-eval golden query."""
 
     id: NonEmptyStr
@@ -100,14 +107,14 @@ class KbGoldenQuery(_Line):
         return not self.expected_doc_ids
 
 
-class KbHit(_Line):
+class KbHit(ForeignRecord):
     chunk_id: NonEmptyStr
     doc_id: NonEmptyStr
     score: float | None = None
     source_spans: list[SourceSpan] = Field(default_factory=list)
 
 
-class KbCitation(_Line):
+class KbCitation(ForeignRecord):
     citation: NonEmptyStr
     chunk_id: NonEmptyStr | None = None
 
@@ -120,13 +127,13 @@ class KbCitation(_Line):
         return value
 
 
-class KbAnswer(_Line):
+class KbAnswer(ForeignRecord):
     text: str = ""
     citations: list[KbCitation] = Field(default_factory=list)
     grounded: bool
 
 
-class KbResult(_Line):
+class KbResult(ForeignRecord):
     """What one run did for one golden query."""
 
     query_id: NonEmptyStr
@@ -154,18 +161,12 @@ def read_golden(path: str | Path) -> dict[str, KbGoldenQuery]:
 
 
 def _read_golden_lines(path: str | Path) -> tuple[dict[str, KbGoldenQuery], dict[str, int]]:
-    queries, first_line, problems = index_unique(path, read_records(path, KbGoldenQuery), lambda q: q.id, "id",
-                                                 "query id")
-    for query in queries.values():
-        line = first_line[query.id]
-        for i, spans in enumerate(query.expected_chunk_spans):
-            if spans.chunk_id not in query.expected_chunk_ids:
-                problems.append(InputProblem(
-                    str(path), line, f"expected_chunk_spans[{i}].chunk_id",
-                    f"{spans.chunk_id!r} is not one of expected_chunk_ids; list it there or remove its spans"))
-    if problems:
-        raise InputError(problems)
-    return queries, first_line
+    def spans_of_expected_chunks(query: KbGoldenQuery, line: int) -> list[InputProblem]:
+        return [InputProblem(str(path), line, f"expected_chunk_spans[{i}].chunk_id",
+                             f"{spans.chunk_id!r} is not one of expected_chunk_ids; list it there or remove its spans")
+                for i, spans in enumerate(query.expected_chunk_spans) if spans.chunk_id not in query.expected_chunk_ids]
+
+    return read_unique(path, KbGoldenQuery, "id", "query id", check=spans_of_expected_chunks)
 
 
 def _read_run_lines(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None) -> tuple[KbRun, dict[str, int]]:
@@ -230,60 +231,56 @@ def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
 
 
 def _golden_to_native(query: KbGoldenQuery) -> dict[str, Any]:
-    data = dict(query.model_extra or {})
-    data.update(
-        id=query.id,
-        question=query.query,
-        expected_chunk_ids=list(query.expected_chunk_ids),
-        expected_doc_ids=list(query.expected_doc_ids),
-        must_contain=list(query.must_contain),
-        forbidden=list(query.forbidden),
-        expected_behavior="abstain" if query.should_refuse else "answer",
-    )
+    mapped: dict[str, Any] = {
+        "id": query.id,
+        "question": query.query,
+        "expected_chunk_ids": list(query.expected_chunk_ids),
+        "expected_doc_ids": list(query.expected_doc_ids),
+        "must_contain": list(query.must_contain),
+        "forbidden": list(query.forbidden),
+        "expected_behavior": "abstain" if query.should_refuse else "answer",
+    }
     if query.expected_chunk_spans:
-        data["expected_chunk_spans"] = [s.model_dump() for s in query.expected_chunk_spans]
-    return data
+        mapped["expected_chunk_spans"] = [s.model_dump() for s in query.expected_chunk_spans]
+    return merge_extras(mapped, query.model_extra, "kb_")
 
 
 def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
-    data = dict(result.model_extra or {})
-    data.pop("query", None)
+    extras = dict(result.model_extra or {})
+    question = extras.pop("query", None)  # kb-eval may echo the query; it becomes the question
     answer = result.answer
     retrieved = []
     for rank, hit in enumerate(result.hits_top_k, start=1):
-        chunk = dict(hit.model_extra or {})
-        chunk.update(chunk_id=hit.chunk_id, doc_id=hit.doc_id, score=hit.score, rank=rank)
+        chunk: dict[str, Any] = {"chunk_id": hit.chunk_id, "doc_id": hit.doc_id, "score": hit.score, "rank": rank}
         if hit.source_spans:
             chunk["source_spans"] = [span.model_dump() for span in hit.source_spans]
-        retrieved.append(chunk)
-    data.update(
-        query_id=result.query_id,
-        config_id=config_id,
-        question=(result.model_extra or {}).get("query"),
-        retrieved_chunks=retrieved,
-        context_chunks=[],
-        context_recorded=False,  # kb-eval does not record what reached the prompt
-        answer=answer.text if answer else None,
-        citations=[{"chunk_id": c.chunk_id, "citation": c.citation}
-                   for c in (answer.citations if answer else []) if c.chunk_id is not None],
-        behavior=None if answer is None else ("answer" if answer.grounded else "abstain"),
-        grounded=None if answer is None else answer.grounded,
-        error=result.error,
-        versions={"chunking": result.chunker_version},
-        run_id=result.run_id,
-        chunker_version=result.chunker_version,
-    )
+        retrieved.append(merge_extras(chunk, hit.model_extra, "kb_"))
+    mapped: dict[str, Any] = {
+        "query_id": result.query_id,
+        "config_id": config_id,
+        "question": question,
+        "retrieved_chunks": retrieved,
+        "context_chunks": [],
+        "context_recorded": False,  # kb-eval does not record what reached the prompt
+        "answer": answer.text if answer else None,
+        "citations": [{"chunk_id": c.chunk_id, "citation": c.citation}
+                      for c in (answer.citations if answer else []) if c.chunk_id is not None],
+        "behavior": None if answer is None else ("answer" if answer.grounded else "abstain"),
+        "grounded": None if answer is None else answer.grounded,
+        "error": result.error,
+        "versions": {"chunking": result.chunker_version},
+        "run_id": result.run_id,
+        "chunker_version": result.chunker_version,
+    }
     unresolved = [c.citation for c in (answer.citations if answer else []) if c.chunk_id is None]
     if unresolved:
-        data["unresolved_citations"] = unresolved
+        mapped["unresolved_citations"] = unresolved
     if result.latency_ms is not None:
-        data["latency_ms"] = {"end_to_end": result.latency_ms}
-    return data
+        mapped["latency_ms"] = {"end_to_end": result.latency_ms}
+    return merge_extras(mapped, extras, "kb_")
 
 
-def to_native(
-    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
-) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
     """Convert a kb-eval golden file and run results into native golden cases and traces.
 
     Each results file is one run; its config id is ``config_id`` when given, else the run's
@@ -301,7 +298,7 @@ def to_native(
     if problems:
         raise InputError(problems)
 
-    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    traces: NativeTraces = {}
     config_source: dict[str, str] = {}
     for path in trace_paths:
         run, lines = _read_run_lines(path, golden)
@@ -313,11 +310,13 @@ def to_native(
         config_source[cfg] = str(path)
         per_case: dict[str, dict[int, Trace]] = {}
         for qid, result in run.results.items():
-            try:
-                per_case[qid] = {0: Trace.model_validate(_result_to_native(result, cfg))}
-            except ValidationError as exc:
-                problems.extend(validation_problems(Path(path), lines[qid], exc))
+            trace = native_trace(_result_to_native(result, cfg), path, lines[qid], problems)
+            if trace is not None:
+                per_case[qid] = {0: trace}
         traces[cfg] = per_case
     if problems:
         raise InputError(problems)
     return cases, traces
+
+
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)

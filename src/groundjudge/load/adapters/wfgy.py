@@ -39,13 +39,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import AliasChoices, Field, StrictBool
 
-from groundjudge.contracts import GoldenCase, NonEmptyStr, Trace
+from groundjudge.contracts import GoldenCase, NonEmptyStr
+from groundjudge.load.adapters.foreign import (
+    ForeignRecord,
+    NativeData,
+    NativeTraces,
+    config_ids_for,
+    merge_extras,
+    native_trace,
+    null_as_default,
+    read_unique,
+)
+from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import index_unique, read_records, validation_problems
+from groundjudge.load.records import convert_records, read_records
 
 __all__ = [
+    "FORMAT",
     "FORMAT_NAME",
     "REFUSAL_TOKEN",
     "WfgyAnswer",
@@ -64,15 +76,7 @@ FORMAT_NAME = "wfgy"
 REFUSAL_TOKEN = "not in context"
 
 
-def _none_as_empty(value: Any) -> Any:
-    return [] if value is None else value
-
-
-class _WfgyRecord(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-class WfgyGold(_WfgyRecord):
+class WfgyGold(ForeignRecord):
     """One line of a WFGY gold set.
 
     ``gold_claim_substr`` and ``constraints`` stay ``None`` when the line leaves them out, so a
@@ -86,20 +90,20 @@ class WfgyGold(_WfgyRecord):
     gold_citations: list[NonEmptyStr] = Field(default_factory=list)
     constraints: list[str] | None = None
 
-    _empty_lists = field_validator("gold_citations", mode="before")(_none_as_empty)
+    _nulls = null_as_default("gold_citations")
 
 
-class WfgyAnswer(_WfgyRecord):
+class WfgyAnswer(ForeignRecord):
     """The ``answer_json`` object of a WFGY trace."""
 
     claim: str | None = None
     citations: list[NonEmptyStr] = Field(default_factory=list)
     constraints_echo: list[str] | None = None
 
-    _empty_lists = field_validator("citations", mode="before")(_none_as_empty)
+    _nulls = null_as_default("citations")
 
 
-class WfgyTrace(_WfgyRecord):
+class WfgyTrace(ForeignRecord):
     """One line of a WFGY trace file."""
 
     qid: NonEmptyStr = Field(validation_alias=AliasChoices("qid", "q_id"))
@@ -107,7 +111,7 @@ class WfgyTrace(_WfgyRecord):
     retrieved_ids: list[NonEmptyStr] = Field(default_factory=list)
     answer_json: WfgyAnswer | None = None
 
-    _empty_lists = field_validator("retrieved_ids", mode="before")(_none_as_empty)
+    _nulls = null_as_default("retrieved_ids")
 
     @property
     def claim(self) -> str:
@@ -159,11 +163,8 @@ def read_gold(path: str | Path) -> list[tuple[int, WfgyGold]]:
     Raises :class:`InputError` naming file, line and field for every bad line and for every
     repeated qid (a frozen gold set has one line per question).
     """
-    records = read_records(path, WfgyGold)
-    _, _, problems = index_unique(path, records, lambda g: g.qid, "qid", "qid")
-    if problems:
-        raise InputError(problems)
-    return records
+    by_qid, lines = read_unique(path, WfgyGold, "qid", "qid")
+    return [(lines[qid], gold) for qid, gold in by_qid.items()]
 
 
 def read_traces(path: str | Path) -> list[tuple[int, WfgyTrace]]:
@@ -182,27 +183,6 @@ def latest_traces(traces: Sequence[WfgyTrace]) -> dict[str, WfgyTrace]:
     return latest
 
 
-def config_ids_for(paths: Sequence[str | Path]) -> list[str]:
-    """A config id per trace file: its stem, qualified by its folder when two stems collide."""
-    stems = [Path(p).stem for p in paths]
-    ids = []
-    for path, stem in zip(paths, stems):
-        name = stem if stems.count(stem) == 1 else f"{Path(path).parent.name}/{stem}"
-        while name in ids:
-            name += "'"
-        ids.append(name)
-    return ids
-
-
-def _merge_extras(mapped: dict[str, Any], extras: dict[str, Any] | None, prefix: str) -> dict[str, Any]:
-    # Unknown fields travel through; one that collides with a field the adapter sets is renamed
-    # rather than overwritten.
-    data = dict(mapped)
-    for key, value in (extras or {}).items():
-        data[f"{prefix}{key}" if key in mapped else key] = value
-    return data
-
-
 def _native_case(gold: WfgyGold) -> dict[str, Any]:
     mapped: dict[str, Any] = {
         "id": gold.qid,
@@ -213,7 +193,7 @@ def _native_case(gold: WfgyGold) -> dict[str, Any]:
         "gold_claim_substrings": list(gold.gold_claim_substr or []),
         "constraints": list(gold.constraints or []),
     }
-    return _merge_extras(mapped, gold.model_extra, "wfgy_")
+    return merge_extras(mapped, gold.model_extra, "wfgy_")
 
 
 def _native_trace(trace: WfgyTrace, config_id: str, superseded: list[str]) -> dict[str, Any]:
@@ -230,16 +210,14 @@ def _native_trace(trace: WfgyTrace, config_id: str, superseded: list[str]) -> di
         mapped["constraints_echo"] = list(trace.constraints_echo)
     if superseded:
         mapped["superseded_lines"] = superseded
-    data = _merge_extras(mapped, trace.model_extra, "wfgy_")
+    data = merge_extras(mapped, trace.model_extra, "wfgy_")
     if trace.answer_json is not None and trace.answer_json.model_extra:
-        data = _merge_extras(data, {f"answer_json.{k}": v for k, v in trace.answer_json.model_extra.items()},
+        data = merge_extras(data, {f"answer_json.{k}": v for k, v in trace.answer_json.model_extra.items()},
                              "wfgy_")
     return data
 
 
-def to_native(
-    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
-) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
     """Read WFGY gold and trace files and convert them to native cases and traces.
 
     Each trace file is one config, named by ``config_id`` when given (then all files share it
@@ -248,13 +226,8 @@ def to_native(
     A trace whose qid is not in the gold set is an input error (SPEC 3). Returns
     ``(cases by id, traces by config id -> case id -> paraphrase index (always 0) -> trace)``.
     """
-    problems: list[InputProblem] = []
-    cases: dict[str, GoldenCase] = {}
-    for line, gold in read_gold(gold_path):
-        try:
-            cases[gold.qid] = GoldenCase.model_validate(_native_case(gold))
-        except ValidationError as exc:
-            problems.extend(validation_problems(Path(gold_path), line, exc))
+    golds, gold_lines = read_unique(gold_path, WfgyGold, "qid", "qid")
+    cases, problems = convert_records(gold_path, golds, gold_lines, _native_case, GoldenCase)
     names = [config_id] * len(trace_paths) if config_id else config_ids_for(trace_paths)
     # config -> qid -> (where, trace, earlier places)
     latest: dict[str, dict[str, tuple[str, int, WfgyTrace, list[str]]]] = {}
@@ -268,15 +241,15 @@ def to_native(
             earlier = per_config.get(trace.qid)
             superseded = (earlier[3] + [f"{earlier[0]}:{earlier[1]}"]) if earlier else []
             per_config[trace.qid] = (str(path), line, trace, superseded)
-    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    traces: NativeTraces = {}
     for name, per_qid in latest.items():
         for qid, (path, line, trace, superseded) in per_qid.items():
-            try:
-                native = Trace.model_validate(_native_trace(trace, name, superseded))
-            except ValidationError as exc:
-                problems.extend(validation_problems(Path(path), line, exc))
-                continue
-            traces.setdefault(name, {})[qid] = {0: native}
+            native = native_trace(_native_trace(trace, name, superseded), path, line, problems)
+            if native is not None:
+                traces.setdefault(name, {})[qid] = {0: native}
     if problems:
         raise InputError(problems)
     return cases, traces
+
+
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)

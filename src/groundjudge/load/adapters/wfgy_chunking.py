@@ -40,14 +40,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 
-from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets, Trace
-from groundjudge.load.adapters.wfgy import config_ids_for
+from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets
+from groundjudge.load.adapters.foreign import (
+    ForeignRecord,
+    NativeData,
+    NativeTraces,
+    config_ids_for,
+    merge_extras,
+    native_trace,
+    null_as_default,
+    read_unique,
+)
+from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import index_unique, read_records, validation_problems
+from groundjudge.load.records import convert_records, read_records
 
 __all__ = [
+    "FORMAT",
     "FORMAT_NAME",
     "AnswerCitation",
     "ChunkingGold",
@@ -62,15 +73,7 @@ __all__ = [
 FORMAT_NAME = "wfgy-chunking"
 
 
-def _none_as_empty(value: Any) -> Any:
-    return [] if value is None else value
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
-
-
-class ChunkingGold(_Record):
+class ChunkingGold(ForeignRecord):
     """One line of a WFGY chunking gold set."""
 
     qid: NonEmptyStr
@@ -80,27 +83,22 @@ class ChunkingGold(_Record):
     negatives: list[NonEmptyStr] = Field(default_factory=list)
     gold_offsets: dict[str, Offsets] = Field(default_factory=dict)
 
-    _empty_lists = field_validator("negatives", mode="before")(_none_as_empty)
-
-    @field_validator("gold_offsets", mode="before")
-    @classmethod
-    def _no_offsets(cls, value: Any) -> Any:
-        return {} if value is None else value
+    _nulls = null_as_default("negatives", "gold_offsets")
 
 
-class TopkItem(_Record):
+class TopkItem(ForeignRecord):
     id: NonEmptyStr
     score: float | None = None
     offsets: Offsets | None = None
     type: ContentType | None = None
 
 
-class AnswerCitation(_Record):
+class AnswerCitation(ForeignRecord):
     id: NonEmptyStr
     offsets: Offsets | None = None
 
 
-class ChunkingTrace(_Record):
+class ChunkingTrace(ForeignRecord):
     """One retriever trace: one query (a paraphrase) of one qid against one index."""
 
     qid: NonEmptyStr
@@ -110,7 +108,7 @@ class ChunkingTrace(_Record):
     delta_s: list[float] | None = Field(default=None, validation_alias=AliasChoices("ΔS", "∆S", "delta_s"))
     lambda_state: str | None = Field(default=None, validation_alias=AliasChoices("λ_state", "lambda_state"))
 
-    _empty_lists = field_validator("topk", "answer_citations", mode="before")(_none_as_empty)
+    _nulls = null_as_default("topk", "answer_citations")
 
     @field_validator("delta_s")
     @classmethod
@@ -139,23 +137,13 @@ def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> 
 
 def read_gold(path: str | Path) -> list[tuple[int, ChunkingGold]]:
     """Read a WFGY chunking gold file; bad lines and repeated qids raise :class:`InputError`."""
-    records = read_records(path, ChunkingGold)
-    _, _, problems = index_unique(path, records, lambda g: g.qid, "qid", "qid")
-    if problems:
-        raise InputError(problems)
-    return records
+    by_qid, lines = read_unique(path, ChunkingGold, "qid", "qid")
+    return [(lines[qid], gold) for qid, gold in by_qid.items()]
 
 
 def read_traces(path: str | Path) -> list[tuple[int, ChunkingTrace]]:
     """Read a WFGY chunking trace file, every line (several per qid are normal)."""
     return read_records(path, ChunkingTrace)
-
-
-def _merge_extras(mapped: dict[str, Any], extras: dict[str, Any] | None) -> dict[str, Any]:
-    data = dict(mapped)
-    for key, value in (extras or {}).items():
-        data[f"wfgy_{key}" if key in mapped else key] = value
-    return data
 
 
 def _pair(offsets: Offsets | None) -> list[int] | None:
@@ -173,16 +161,16 @@ def _native_case(gold: ChunkingGold) -> dict[str, Any]:
     }
     if gold.gold_offsets:
         mapped["gold_offsets"] = {bid: _pair(off) for bid, off in gold.gold_offsets.items()}
-    return _merge_extras(mapped, gold.model_extra)
+    return merge_extras(mapped, gold.model_extra, "wfgy_")
 
 
 def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str, Any]:
     retrieved = [
-        _merge_extras({"chunk_id": item.id, "score": item.score, "offsets": _pair(item.offsets),
-                       "type": item.type, "rank": rank}, item.model_extra)
+        merge_extras({"chunk_id": item.id, "score": item.score, "offsets": _pair(item.offsets),
+                      "type": item.type, "rank": rank}, item.model_extra, "wfgy_")
         for rank, item in enumerate(trace.topk, start=1)
     ]
-    citations = [_merge_extras({"chunk_id": c.id, "offsets": _pair(c.offsets)}, c.model_extra)
+    citations = [merge_extras({"chunk_id": c.id, "offsets": _pair(c.offsets)}, c.model_extra, "wfgy_")
                  for c in trace.answer_citations]
     mapped: dict[str, Any] = {
         "query_id": trace.qid,
@@ -196,12 +184,10 @@ def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str,
         mapped["ΔS"] = list(trace.delta_s)
     if trace.lambda_state is not None:
         mapped["λ_state"] = trace.lambda_state
-    return _merge_extras(mapped, trace.model_extra)
+    return merge_extras(mapped, trace.model_extra, "wfgy_")
 
 
-def to_native(
-    gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None
-) -> tuple[dict[str, GoldenCase], dict[str, dict[str, dict[int, Trace]]]]:
+def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
     """Read WFGY chunking gold and trace files and convert them to native cases and traces.
 
     Each trace file is one config (one index), named by ``config_id`` when given, else by the
@@ -209,15 +195,8 @@ def to_native(
     an input error. Every trace line is kept: the runs of a qid become its paraphrase traces
     (see the module docstring for the numbering).
     """
-    problems: list[InputProblem] = []
-    golds: dict[str, ChunkingGold] = {}
-    cases: dict[str, GoldenCase] = {}
-    for line, gold in read_gold(gold_path):
-        golds[gold.qid] = gold
-        try:
-            cases[gold.qid] = GoldenCase.model_validate(_native_case(gold))
-        except ValidationError as exc:
-            problems.extend(validation_problems(Path(gold_path), line, exc))
+    golds, gold_lines = read_unique(gold_path, ChunkingGold, "qid", "qid")
+    cases, problems = convert_records(gold_path, golds, gold_lines, _native_case, GoldenCase)
     names = [config_id] * len(trace_paths) if config_id else config_ids_for(trace_paths)
     runs: dict[str, dict[str, list[tuple[Path, int, ChunkingTrace]]]] = {}
     for path, name in zip(trace_paths, names):
@@ -227,18 +206,18 @@ def to_native(
                                              f"unknown qid {trace.qid!r}: not in the gold set {gold_path}"))
                 continue
             runs.setdefault(name, {}).setdefault(trace.qid, []).append((Path(path), line, trace))
-    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+    traces: NativeTraces = {}
     for name, per_qid in runs.items():
         for qid, qid_runs in per_qid.items():
             position = {text: i for i, text in reversed(list(enumerate(golds[qid].paraphrases)))}
             ordered = sorted(qid_runs, key=lambda run: position.get(run[2].query or "", len(position)))
             for index, (path, line, trace) in enumerate(ordered):
-                try:
-                    native = Trace.model_validate(_native_trace(trace, name, index))
-                except ValidationError as exc:
-                    problems.extend(validation_problems(path, line, exc))
-                    continue
-                traces.setdefault(name, {}).setdefault(qid, {})[index] = native
+                native = native_trace(_native_trace(trace, name, index), path, line, problems)
+                if native is not None:
+                    traces.setdefault(name, {}).setdefault(qid, {})[index] = native
     if problems:
         raise InputError(problems)
     return cases, traces
+
+
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)

@@ -1,0 +1,151 @@
+"""The input formats groundjudge reads besides its own: one entry per system it replaces.
+
+An entry names the format, recognises its files (``looks_like``) and converts them to the
+native contracts (``to_native``). The command line's ``--format`` choices, the config's
+``[inputs] format`` check and format detection all read this registry, so a new system is one
+adapter module plus one :func:`register_format` call. Its own report (a profile) registers
+separately, by the same name, in :mod:`groundjudge.profiles` (a later stage).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from groundjudge.load.adapters.foreign import NativeData
+from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
+from groundjudge.errors import InputError
+from groundjudge.load.records import read_text
+
+__all__ = [
+    "AUTO",
+    "NATIVE",
+    "InputFormat",
+    "Role",
+    "detect_format",
+    "format_choices",
+    "format_names",
+    "get_format",
+    "load_any",
+    "register_format",
+    "unregister_format",
+]
+
+AUTO = "auto"  # detect the format from the files
+NATIVE = "native"  # groundjudge's own contracts (SPEC 3.1-3.3)
+
+Role = Literal["gold", "trace"]
+
+_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One foreign format.
+
+    ``looks_like(first_object, role)`` says whether the first record of a gold (``role="gold"``)
+    or trace (``"trace"``) file is in this format; it must not raise on any dict.
+    ``to_native(gold_path, trace_paths)`` reads both and returns native cases by id and traces
+    by config id -> case id -> paraphrase index; it raises :class:`InputError` naming file, line
+    and field for anything it cannot read.
+    """
+
+    name: str
+    looks_like: Callable[[dict[str, Any], Role], bool]
+    to_native: Callable[[Path, list[Path]], NativeData]
+
+
+_FORMATS: dict[str, InputFormat] = {}
+
+
+def register_format(fmt: InputFormat) -> InputFormat:
+    """Add ``fmt``; detection tries formats in registration order. Returns ``fmt``.
+
+    Raises ValueError for a name that is taken, reserved (``auto``, ``native``) or not a
+    lower-case word with hyphens (it becomes a command-line choice).
+    """
+    if fmt.name in (AUTO, NATIVE) or fmt.name in _FORMATS:
+        raise ValueError(f"format name {fmt.name!r} is already taken")
+    if not _NAME.fullmatch(fmt.name):
+        raise ValueError(f"format name {fmt.name!r}: use lower-case letters, digits and hyphens")
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def unregister_format(name: str) -> None:
+    """Remove a registered format (a test or notebook that registered one cleans up)."""
+    _FORMATS.pop(name, None)
+
+
+def format_names() -> tuple[str, ...]:
+    """The registered foreign formats, in registration order."""
+    return tuple(_FORMATS)
+
+
+def format_choices() -> tuple[str, ...]:
+    """Every value ``--format`` and ``[inputs] format`` accept."""
+    return (AUTO, NATIVE, *_FORMATS)
+
+
+def get_format(name: str) -> InputFormat:
+    """The registered format ``name``; KeyError naming the known ones otherwise."""
+    try:
+        return _FORMATS[name]
+    except KeyError:
+        raise KeyError(f"unknown format {name!r}; known: {', '.join(format_choices())}") from None
+
+
+def _first_object(path: Path) -> dict[str, Any] | None:
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        return None
+    for line in read_text(path).splitlines():
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                return None  # the loader will report it with its line number
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def _claimants(path: Path, role: Role) -> list[str]:
+    first = _first_object(path)
+    if first is None:
+        return []
+    return [name for name, fmt in _FORMATS.items() if fmt.looks_like(first, role)]
+
+
+def detect_format(golden: str | Path, traces: Sequence[str | Path] = ()) -> str:
+    """The format whose gold (or, failing that, trace) shape the files have; else ``"native"``.
+
+    Raises :class:`InputError` when two formats claim the same file: name one with ``--format``.
+    """
+    checks: list[tuple[Path, Role]] = [(Path(golden), "gold"), *((Path(t), "trace") for t in traces[:1])]
+    for path, role in checks:
+        found = _claimants(path, role)
+        if len(found) > 1:
+            raise InputError.one(path, 1, "format", f"the first record fits several formats ({', '.join(found)}); "
+                                                    "name one with --format")
+        if found:
+            return found[0]
+    return NATIVE
+
+
+def load_any(golden: str | Path, traces: Sequence[str | Path], corpus: str | Path | None = None,
+             fmt: str = AUTO) -> tuple[Dataset, str]:
+    """Load golden set and traces in ``fmt`` (or the detected format) as a native Dataset."""
+    if fmt == AUTO:
+        fmt = detect_format(golden, traces)
+    if fmt == NATIVE:
+        return load_dataset(golden, traces, corpus), fmt
+    if fmt not in _FORMATS:
+        raise InputError.one(golden, None, "format", f"unknown format {fmt!r}; known: {', '.join(format_choices())}")
+    cases, by_config = _FORMATS[fmt].to_native(Path(golden), [Path(t) for t in traces])
+    the_corpus = load_corpus(corpus) if corpus else Corpus()
+    sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or ""),
+               "format": fmt}
+    return assemble_dataset(cases, by_config, the_corpus, sources), fmt

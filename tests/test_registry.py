@@ -1,0 +1,168 @@
+"""One registry for the systems groundjudge replaces: a fifth system (tests/support/toy_system.py)
+is one module plus its registration, and the command line, the config and detection follow;
+unknown format names are refused with the known ones listed; ``[inputs] format`` is a name."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundjudge.cli import main
+from groundjudge.config import load_config
+from groundjudge.load.adapters import (
+    InputFormat,
+    detect_format,
+    format_choices,
+    load_any,
+    register_format,
+    unregister_format,
+)
+from groundjudge.load.errors import InputError
+from groundjudge.profiles import Profile, profile_names, register_profile
+from tests.conftest import FIXTURES, ROOT
+from tests.support import toy_system
+
+TOY = FIXTURES / "toy"
+BUILT_IN = ("wfgy", "wfgy-chunking", "kb-eval", "day39")
+
+
+@pytest.fixture
+def toy():
+    toy_system.register()
+    yield toy_system
+    toy_system.unregister()
+
+
+def metrics(*args: str | Path):
+    return CliRunner().invoke(main, ["metrics", *map(str, args), "--quiet"])
+
+
+def test_no_source_file_names_the_toy_system():
+    mentions = [str(p) for p in (ROOT / "src").rglob("*.py") if re.search(r"\btoy\b", p.read_text(), re.I)]
+    assert mentions == []
+
+
+def test_toy_files_are_detected_and_loaded(toy, tmp_path):
+    gold, good = TOY / "gold.jsonl", TOY / "replies_good.jsonl"
+    assert detect_format(gold, [good]) == "toy"
+    result = metrics("--golden", gold, "--traces", good, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert doc["inputs"]["format"] == "toy" and doc["configs"] == ["replies_good"]
+    # first looks: T-1 kb-12 (hit), T-2 kb-41 (hit), T-3 kb-9 (miss); T-4 expects no article
+    assert doc["per_config"]["replies_good"]["aggregate"]["hit@1"] == {"value": 2 / 3, "n": 3}
+    dataset, fmt = load_any(gold, [good])
+    assert fmt == "toy" and set(dataset.cases) == {"T-1", "T-2", "T-3", "T-4"}
+    assert dataset.cases["T-1"].model_extra["queue"] == "accounts"  # unknown fields travel through
+
+
+def test_format_and_profile_flags_accept_the_toy_and_its_gate_sets_the_exit_code(toy, tmp_path):
+    gold = TOY / "gold.jsonl"
+    good = metrics("--format", "toy", "--profile", "toy", "--golden", gold, "--traces", TOY / "replies_good.jsonl",
+                   "--out", tmp_path / "good")
+    bad = metrics("--format", "toy", "--profile", "toy", "--golden", gold, "--traces", TOY / "replies_bad.jsonl",
+                  "--out", tmp_path / "bad")
+    assert (good.exit_code, bad.exit_code) == (0, 1), good.output + bad.output
+    own_good = json.loads((tmp_path / "good" / "profile-toy.json").read_text())
+    own_bad = json.loads((tmp_path / "bad" / "profile-toy.json").read_text())
+    assert own_good == {"first_look": 2 / 3, "n": 3, "pass": True}
+    assert own_bad == {"first_look": 1 / 3, "n": 3, "pass": False}
+    assert "## Profile `toy`" in (tmp_path / "bad" / "report.md").read_text()
+
+
+def test_help_lists_registered_systems_as_choices(toy):
+    text = CliRunner().invoke(main, ["metrics", "--help"]).output
+    assert "[auto|native|wfgy|wfgy-chunking|kb-eval|day39|toy]" in text
+    assert "[wfgy|wfgy-chunking|kb-eval|day39|toy]" in text
+
+
+def test_unregistered_system_is_no_longer_a_choice(tmp_path):
+    toy_system.register()
+    toy_system.unregister()
+    assert "toy" not in format_choices() and "toy" not in profile_names()
+    result = metrics("--format", "toy", "--golden", TOY / "gold.jsonl", "--traces", TOY / "replies_good.jsonl",
+                     "--out", tmp_path)
+    assert result.exit_code == 2
+
+
+def test_unknown_format_flag_names_the_known_ones(toy, tmp_path):
+    result = metrics("--format", "nope", "--golden", TOY / "gold.jsonl", "--traces", TOY / "replies_good.jsonl",
+                     "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "'nope' is not one of 'auto', 'native', 'wfgy', 'wfgy-chunking', 'kb-eval', 'day39', 'toy'" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_profile_flag_names_the_known_ones(tmp_path):
+    result = metrics("--profile", "nope", "--golden", TOY / "gold.jsonl", "--traces", TOY / "replies_good.jsonl",
+                     "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "'nope' is not one of 'wfgy', 'wfgy-chunking', 'kb-eval', 'day39'" in result.output
+
+
+def write_config(folder: Path, fmt: str) -> Path:
+    path = folder / "groundjudge.toml"
+    path.write_text(f'[inputs]\ngolden = "gold.jsonl"\ntraces = ["replies_good.jsonl"]\nformat = "{fmt}"\n')
+    for name in ("gold.jsonl", "replies_good.jsonl"):
+        (folder / name).write_text((TOY / name).read_text())
+    return path
+
+
+def test_unknown_format_in_config_names_the_known_ones(tmp_path):
+    path = write_config(tmp_path, "nope")
+    with pytest.raises(InputError) as error:
+        load_config(path)
+    [problem] = error.value.problems
+    assert (problem.file, problem.field) == (str(path), "inputs.format")
+    assert f"unknown format 'nope'; known: auto, native, {', '.join(BUILT_IN)}" in problem.problem
+    result = CliRunner().invoke(main, ["metrics", "--config", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "inputs.format" in result.stderr and "known: auto, native, wfgy" in result.stderr
+
+
+def test_config_format_is_a_name_not_a_path(tmp_path):
+    path = write_config(tmp_path, "native")
+    config = load_config(path)
+    assert config.inputs.format == "native"  # was resolved against the config's folder
+    assert config.inputs.golden == tmp_path / "gold.jsonl"  # paths still are
+    assert config.inputs.traces == [tmp_path / "replies_good.jsonl"]
+
+
+def test_config_can_name_a_registered_system(toy, tmp_path):
+    path = write_config(tmp_path, "toy")
+    assert load_config(path).inputs.format == "toy"
+    result = CliRunner().invoke(main, ["metrics", "--config", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["inputs"]["format"] == "toy"
+
+
+def test_load_any_refuses_an_unknown_format_naming_the_known_ones():
+    with pytest.raises(InputError, match=r"unknown format 'nope'; known: auto, native, wfgy, wfgy-chunking"):
+        load_any(TOY / "gold.jsonl", [TOY / "replies_good.jsonl"], fmt="nope")
+
+
+def test_two_formats_claiming_one_file_is_an_error_not_a_guess(toy):
+    greedy = InputFormat("greedy", lambda first, role: "ticket" in first, toy_system.to_native)
+    register_format(greedy)
+    try:
+        with pytest.raises(InputError, match=r"gold.jsonl:1: format: .*several formats \(toy, greedy\).*--format"):
+            detect_format(TOY / "gold.jsonl", [TOY / "replies_good.jsonl"])
+    finally:
+        unregister_format("greedy")
+
+
+@pytest.mark.parametrize("name", ["auto", "native", "wfgy", "Toy", "toy system", ""])
+def test_registry_refuses_taken_reserved_and_malformed_names(name):
+    with pytest.raises(ValueError, match=re.escape(repr(name))):
+        register_format(InputFormat(name, toy_system.looks_like, toy_system.to_native))
+    assert format_choices()[:2] == ("auto", "native") and format_choices()[2:] == BUILT_IN
+
+
+def test_a_profile_needs_a_registered_format_and_only_one_per_format(toy):
+    with pytest.raises(ValueError, match="no input format named 'ticketing'"):
+        register_profile(Profile("ticketing", toy_system.from_files))
+    with pytest.raises(ValueError, match="'toy' already has a profile"):
+        register_profile(Profile("toy", toy_system.from_files))
