@@ -1,6 +1,11 @@
 """groundjudge vs pytrec_eval, end to end (parse + evaluate), on TREC Robust 2003.
 
-    .venv/bin/python benchmarks/trec_speed.py [--repeat 15] [--data DIR]
+    .venv/bin/python benchmarks/trec_speed.py [--repeat 15] [--data DIR] [--process]
+
+With ``--process``, whole processes are timed instead, as a user meets them: the command
+``groundjudge metrics --qrels Q --run R --out DIR --quiet`` (start-up, imports, metrics,
+writing metrics.json and report.md) against a Python process that imports pytrec_eval, parses
+both files, evaluates and writes the per-query results as JSON; plus ``groundjudge --help``.
 
 Both sides start from the files on disk:
 
@@ -104,12 +109,60 @@ def assert_agreement(data: Path) -> int:
     return len(SHARED) + 1
 
 
+PYTREC_SCRIPT = """
+import json, sys, pytrec_eval
+qrels_path, run_path, out = sys.argv[1:4]
+with open(qrels_path) as lines:
+    qrels = pytrec_eval.parse_qrel(lines)
+with open(run_path) as lines:
+    run = pytrec_eval.parse_run(lines)
+measures = set(json.loads(sys.argv[4]))
+per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+with open(out, "w") as handle:
+    json.dump(per_query, handle)
+"""
+
+
+def time_processes(data: Path, repeat: int) -> int:
+    import json
+    import subprocess
+    import tempfile
+
+    exe = Path(sys.executable).parent / "groundjudge"
+    with tempfile.TemporaryDirectory() as tmp:
+        commands = {
+            "groundjudge metrics": [str(exe), "metrics", "--qrels", str(data / QRELS), "--run", str(data / RUN),
+                                    "--out", tmp, "--quiet"],
+            "pytrec_eval script": [sys.executable, "-c", PYTREC_SCRIPT, str(data / QRELS), str(data / RUN),
+                                   f"{tmp}/pytrec.json", json.dumps(sorted(PYTREC_MEASURES))],
+            "groundjudge --help": [str(exe), "--help"],
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in commands}
+        for name, command in commands.items():  # warm-up: file cache
+            subprocess.run(command, check=True, capture_output=True)
+        for repetition in range(repeat):
+            order = list(commands.items()) if repetition % 2 == 0 else list(reversed(commands.items()))
+            for name, command in order:
+                start = time.perf_counter()
+                subprocess.run(command, check=True, capture_output=True)
+                seconds[name].append(time.perf_counter() - start)
+    print(f"whole processes, {repeat} repetitions alternating, median wall seconds")
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    for name, value in medians.items():
+        print(f"{name:<20} {value:8.3f}")
+    print(f"ratio groundjudge metrics / pytrec_eval script: {medians['groundjudge metrics'] / medians['pytrec_eval script']:.3f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="timed repetitions of each tool (default 15)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with the Robust03 qrels and run")
+    parser.add_argument("--process", action="store_true", help="time whole processes (start-up included)")
     args = parser.parse_args(argv)
     data = args.data.resolve()
+    if args.process:
+        return time_processes(data, args.repeat)
 
     checked = assert_agreement(data)
     print(f"agreement: {checked} mean measures equal to 1e-9 on {data.name} ({QRELS}, {RUN})")

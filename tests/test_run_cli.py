@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from groundjudge import api
 from groundjudge.cli import main
 from groundjudge.judge.rubric import read_lock
 from tests.support.judge_replies import question_in_request, verdict_for_request

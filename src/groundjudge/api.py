@@ -20,24 +20,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from groundjudge.calibrate.ppi import ppi_mean
-from groundjudge.calibrate.record import find_records
-from groundjudge.calibrate.trust import TrustRules, TrustStatus
-from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, items_from_judge, load_labels, lookup, primary_rater
 from groundjudge.config import Config, apply_environment, load_config
 from groundjudge.errors import InputError
-from groundjudge.gate import GateReport, evaluate_gates
-from groundjudge.judge.results import CriterionInfo, JudgeRun
-from groundjudge.judge.rubric import Rubric, load_rubric, packaged_rubrics
-from groundjudge.judge.run import judge_run, judge_selected
-from groundjudge.judge.session import JudgeSession
-from groundjudge.load.dataset import Dataset
-from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
-from groundjudge.metrics.case import MetricSettings
-from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
-from groundjudge.select import Selection, SelectSettings, judge_item, select_cases
+
+# Stages are imported where they are used: `groundjudge metrics` never loads the judge client
+# or scikit-learn, so it starts as fast as a plain script.
+if TYPE_CHECKING:
+    from groundjudge.calibrate.trust import TrustRules, TrustStatus
+    from groundjudge.calibrate.verdicts import ItemKey, ItemLabels
+    from groundjudge.gate import GateReport
+    from groundjudge.judge.results import JudgeRun
+    from groundjudge.judge.rubric import Rubric
+    from groundjudge.judge.session import JudgeSession
+    from groundjudge.load.dataset import Dataset
+    from groundjudge.metrics.case import MetricSettings
+    from groundjudge.metrics.evaluate import MetricsRun
+    from groundjudge.select import Selection
 
 
 def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] | None = None,
@@ -55,6 +55,9 @@ def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] 
 
 
 def metric_settings(config: Config) -> MetricSettings:
+    from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
+    from groundjudge.metrics.case import MetricSettings
+
     m = config.metrics
     return MetricSettings(
         ks=tuple(sorted(set(m.ks))), offset_window=m.offset_window_bytes, stability_k=m.stability_k,
@@ -80,6 +83,8 @@ def load_inputs(config: Config) -> Dataset:
 def rubric_for(config: Config) -> Rubric:
     """The rubric named in ``[judge]``: from ``rubrics_dir``, else ``./rubrics`` when it exists,
     else the rubrics installed with the package."""
+    from groundjudge.judge.rubric import load_rubric, packaged_rubrics
+
     folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
     if folder is None:
         with packaged_rubrics() as installed:
@@ -95,6 +100,8 @@ def open_judge(config: Config, *, rubric: Rubric | None = None, log: IO[str] | N
     With no base URL configured, the embedded judge starts on the first call that is needed
     and stops when the block ends, however it ends.
     """
+    from groundjudge.judge.session import JudgeSession
+
     session = JudgeSession(config, rubric or rubric_for(config), log=None if quiet else (log or sys.stderr))
     with session:
         yield session
@@ -121,6 +128,8 @@ class RunResult:
 
 
 def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
+    from groundjudge.select import SelectSettings, select_cases
+
     j = config.judge
     return select_cases(dataset, metrics, SelectSettings(
         smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config))
@@ -130,6 +139,12 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
              ) -> RunResult:
     """metrics -> select -> judge -> calibration -> gates. Inputs are checked before any call
     (``dataset``: inputs already loaded from ``config``)."""
+    from groundjudge.calibrate.record import find_records
+    from groundjudge.calibrate.verdicts import load_labels
+    from groundjudge.gate import evaluate_gates
+    from groundjudge.judge.run import judge_run
+    from groundjudge.metrics.evaluate import evaluate_dataset
+
     dataset = dataset if dataset is not None else load_inputs(config)
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
@@ -159,6 +174,8 @@ def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dic
 
 
 def trust_rules(config: Config) -> TrustRules:
+    from groundjudge.calibrate.trust import TrustRules
+
     t = config.trust
     return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
 
@@ -166,6 +183,9 @@ def trust_rules(config: Config) -> TrustRules:
 def bias_corrected_rates(judge: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]]) -> dict[str, Any]:
     """PPI estimates per config and criterion: the judge on every judged case, humans on the
     labelled subset (binary criteria as rates, ordinal ones as mean grades)."""
+    from groundjudge.calibrate.ppi import ppi_mean
+    from groundjudge.calibrate.verdicts import items_from_judge, lookup, primary_rater
+
     primary = primary_rater(humans)
     items = items_from_judge(judge)
     out: dict[str, Any] = {"primary_rater": primary}
@@ -229,8 +249,6 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 
 def compute_metrics(config: Config) -> dict[str, Any]:
     """Load the inputs named by ``config`` and return the metrics document (nothing is written)."""
-    from groundjudge.report.document import as_json_dict, metrics_document
-
     inputs = config.inputs
     settings = metric_settings(config)
     if inputs.qrels or inputs.run:
@@ -239,6 +257,9 @@ def compute_metrics(config: Config) -> dict[str, Any]:
         if not (inputs.qrels and inputs.run):
             raise InputError.one(_where(config), None, "qrels/run", "give both --qrels and --run for TREC files")
         return trec_document(inputs.qrels, inputs.run, settings)
+    from groundjudge.metrics.evaluate import evaluate_dataset
+    from groundjudge.report.document import as_json_dict, metrics_document
+
     dataset = load_inputs(config)
     return as_json_dict(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
 
@@ -280,16 +301,17 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
               target_width: float = 0.2, position_probe: dict[str, Any] | None = None,
               ) -> tuple[dict[str, Any], Path, dict[str, TrustStatus]]:
     """Join judge verdicts with human labels, write the calibration record, report trust."""
-    from groundjudge.calibrate.record import build_record, write_record
+    from groundjudge.calibrate.record import build_record, find_records, write_record
     from groundjudge.calibrate.trust import trust_status
-    from groundjudge.calibrate.verdicts import verdicts_from_jsonl, verdicts_from_report
+    from groundjudge.calibrate.verdicts import items_from_judge, load_labels, verdicts_from_jsonl, verdicts_from_report
+    from groundjudge.judge.results import CriterionInfo
 
     where = _where(config)
     if not config.inputs.labels:
         raise InputError.one(where, None, "labels", "give human labels with --labels")
     if (report_path is None) == (verdicts_path is None):
         raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
-    criteria: list[CriterionInfo]
+    criteria: list[Any]
     if report_path is not None:
         judged = verdicts_from_report(report_path)
         items, criteria = items_from_judge(judged), judged.criteria
@@ -323,7 +345,9 @@ def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, pr
     A judge whose verdicts depend on where a chunk sits in the prompt is less trustworthy than
     its kappa suggests. Each flip rate is over the items judged both ways.
     """
-    from groundjudge.calibrate.verdicts import verdicts_from_report
+    from groundjudge.calibrate.verdicts import items_from_judge, load_labels, lookup, verdicts_from_report
+    from groundjudge.judge.run import judge_selected
+    from groundjudge.select import Selection, judge_item
 
     judged = verdicts_from_report(report_path)
     if judged.identity.model != judge.model:

@@ -13,7 +13,6 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.adapters import format_choices
 
 
 class _Section(BaseModel):
@@ -33,6 +32,10 @@ class InputsConfig(_Section):
     @field_validator("format")
     @classmethod
     def _known_format(cls, value: str) -> str:
+        if value in ("auto", "native"):
+            return value
+        from groundjudge.load.adapters import format_choices  # the adapters load only when named
+
         if value not in format_choices():
             raise ValueError(f"unknown format {value!r}; known: {', '.join(format_choices())}")
         return value

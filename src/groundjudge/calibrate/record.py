@@ -16,7 +16,6 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from groundjudge.calibrate.agreement import agreement
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, lookup
 from groundjudge.calibrate.verdicts import primary_rater as default_primary
 from groundjudge.files import write_json_atomic
@@ -58,6 +57,8 @@ def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], 
 
 
 def _agree(first, second, criterion: CriterionInfo, seed: int, target_width: float, reps: int) -> dict[str, Any]:
+    from groundjudge.calibrate.agreement import agreement  # numpy and scikit-learn: only when calibrating
+
     a, b, ids = _pairs(first, second, criterion.name)
     return agreement(a, b, ids, criterion.labels, ordinal=criterion.kind == "ordinal", seed=seed,
                      target_width=target_width, reps=reps).as_dict()

@@ -210,10 +210,10 @@ class JudgeEngine:
         try:
             self._from_reply(out, cached.raw)
         except VerdictError as exc:
-            history = [*cached.history]
+            history, problem = [*cached.history], exc
             if not cached.repaired:  # a run stopped between the first reply and its repair: pay for the repair only
                 out.raw = cached.raw
-                await self._send(out, sem, stop, lambda: self._repair(out, key, cached.raw, exc, history))
+                await self._send(out, sem, stop, lambda: self._repair(out, key, cached.raw, problem, history))
             elif self.retry_errors:
                 # Broken twice before (a flaky network, say): ask again from the start; the
                 # broken replies stay in the entry's history.

@@ -19,8 +19,7 @@ from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.provenance import provenance
-
-SCHEMA_VERSION = 2
+from groundjudge.report.versions import SCHEMA_VERSION
 
 
 class _Doc(BaseModel):

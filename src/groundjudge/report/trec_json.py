@@ -9,7 +9,7 @@ from groundjudge.load.trec import read_qrels, read_run
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.retrieval import evaluate_trec
 from groundjudge.provenance import provenance
-from groundjudge.report.document import SCHEMA_VERSION
+from groundjudge.report.versions import SCHEMA_VERSION
 
 
 def trec_document(qrels_path: Path, run_path: Path, settings: MetricSettings) -> dict[str, Any]:

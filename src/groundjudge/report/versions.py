@@ -1,0 +1,3 @@
+"""The version of the documents groundjudge writes (metrics.json, report.json)."""
+
+SCHEMA_VERSION = 2
