@@ -84,11 +84,13 @@ def test_numpy_kappa_equals_sklearn_on_many_sequences(weights):
 
 @pytest.mark.parametrize(("labels", "weights"), [([True, False], None), (GRADES, None), (GRADES, "linear"),
                                                  (GRADES, "quadratic")])
-def test_vectorised_bootstrap_equals_sklearn_on_each_resample(labels, weights):
+def test_vectorised_bootstrap_equals_sklearn_on_each_resample(labels, weights, monkeypatch):
     """The resamples are numpy's seeded draws, one per rep, and each kappa is scikit-learn's."""
     rng = random.Random(7)
     a, b = random_pairs(rng, labels, 12)  # small: some resamples are undefined
     ours = bootstrap_kappas(a, b, labels, weights, seed=3, reps=300)
+    monkeypatch.setattr("groundjudge.calibrate.agreement._CELLS_PER_BLOCK", 12 * 7)  # blocks of 7 resamples
+    assert np.array_equal(bootstrap_kappas(a, b, labels, weights, seed=3, reps=300), ours, equal_nan=True)
     draws = np.random.default_rng(3)
     xa, xb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
     expected = []

@@ -6,7 +6,7 @@ distance between label *positions* in ``labels`` (linear ``|i - j|``, quadratic
 ``(i - j)**2``), ratings outside ``labels`` are left out, and the expected matrix is the
 outer product of the two raters' label counts. ``tests/test_calibrate.py`` checks it against
 scikit-learn to 1e-12. The bootstrap builds the confusion matrices of all resamples at once
-(one ``bincount``), so an interval costs milliseconds rather than thousands of calls.
+(one ``bincount`` per block of resamples), so an interval costs milliseconds, not seconds.
 
 Undefined values (no expected disagreement: both raters used one and the same label) are
 None, never NaN and never a number pulled from nowhere.
@@ -92,15 +92,18 @@ def bootstrap_kappas(a: Sequence[Label], b: Sequence[Label], labels: Sequence[La
                      *, seed: int = 0, reps: int = 2000) -> np.ndarray:
     """Kappa of each of ``reps`` item resamples, NaN where undefined (seeded, so repeatable).
 
-    The resamples are drawn as ``reps`` successive ``rng.integers(0, n, n)`` calls of
-    ``numpy.random.default_rng(seed)``; all their confusion matrices come from one bincount
-    over ``resample * B + pair code`` (B = L * L + 1 bins per resample).
+    The resamples are the rows of ``numpy.random.default_rng(seed).integers(0, n, (reps, n))``
+    (drawn in blocks, which gives the same numbers as ``reps`` successive ``integers(0, n, n)``
+    calls); the confusion matrices of a block come from one bincount over
+    ``row * B + pair code`` (B = L * L + 1 bins per resample, the last for pairs left out).
     """
     n = len(a)
     codes, size = _codes(a, b, labels)
+    if n == 0:
+        return np.full(reps, np.nan)
     rng = np.random.default_rng(seed)
     bins = size * size + 1
-    block = max(1, _CELLS_PER_BLOCK // max(n, 1))
+    block = max(1, _CELLS_PER_BLOCK // n)
     out = []
     for start in range(0, reps, block):
         count = min(block, reps - start)
