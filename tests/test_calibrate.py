@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import random
+import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from groundjudge.calibrate.agreement import agreement, bootstrap_ci, labels_for_width
+from groundjudge.calibrate.agreement import agreement, bootstrap_ci, bootstrap_kappas, kappa, labels_for_width
 from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import build_record
 from groundjudge.calibrate.trust import TrustRules, trust_status
@@ -34,6 +37,86 @@ def test_kappa_weighted_kappa_and_confusion_equal_sklearn():
     assert ag.confusion == confusion_matrix(a, b, labels=GRADES).tolist()
     assert ag.observed == pytest.approx(sum(x == y for x, y in zip(a, b)) / 80)
     assert ag.disagreements == [str(i) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+
+
+def sklearn_kappa(a, b, labels, weights):
+    """scikit-learn's value, NaN where it is undefined (it warns then)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(cohen_kappa_score(a, b, labels=labels, weights=weights))
+
+
+def random_pairs(rng: random.Random, labels: list, n: int) -> tuple[list, list]:
+    """Two raters who agree often, each on a random subset of the labels (so some are degenerate)."""
+    used_a = rng.sample(labels, rng.randint(1, len(labels)))
+    used_b = rng.sample(labels, rng.randint(1, len(labels)))
+    a = [rng.choice(used_a) for _ in range(n)]
+    b = [x if x in used_b and rng.random() < 0.6 else rng.choice(used_b) for x in a]
+    return a, b
+
+
+DEGENERATE = [
+    ([True] * 5, [True] * 5),  # one label on both sides: undefined
+    ([3, 3, 3], [3, 3, 3]),
+    ([True], [False]),  # one item
+    ([0], [0]),
+    ([True, True, True], [True, False, True]),  # one rater uses a single label: kappa 0
+    ([0, 1, 2, 3], [0, 1, 2, 3]),  # perfect agreement
+    ([0, 3, 0, 3], [3, 0, 3, 0]),  # perfect disagreement
+    ([True, False], [False, True]),
+    ([2, 2, 1], [1, 1, 2]),  # labels 0 and 3 never used
+]
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_numpy_kappa_equals_sklearn_on_many_sequences(weights):
+    rng = random.Random(2024)
+    cases = list(DEGENERATE)
+    for _ in range(400):
+        labels = rng.choice([[True, False], GRADES])
+        cases.append(random_pairs(rng, labels, rng.choice([1, 2, 3, 5, 8, 13, 40, 120])))
+    undefined = 0
+    for a, b in cases:
+        labels = [True, False] if isinstance(a[0], bool) else GRADES
+        ours, theirs = kappa(a, b, labels, weights), sklearn_kappa(a, b, labels, weights)
+        if math.isnan(theirs):
+            assert ours is None, (a, b)
+            undefined += 1
+        else:
+            assert ours is not None and abs(ours - theirs) <= 1e-12, (a, b, ours, theirs)
+    assert 5 <= undefined < len(cases) / 2  # both kinds were exercised
+
+
+@pytest.mark.parametrize(("labels", "weights"), [([True, False], None), (GRADES, None), (GRADES, "linear"),
+                                                 (GRADES, "quadratic")])
+def test_vectorised_bootstrap_equals_sklearn_on_each_resample(labels, weights, monkeypatch):
+    """The resamples are numpy's seeded draws, one per rep, and each kappa is scikit-learn's."""
+    rng = random.Random(7)
+    a, b = random_pairs(rng, labels, 12)  # small: some resamples are undefined
+    ours = bootstrap_kappas(a, b, labels, weights, seed=3, reps=300)
+    monkeypatch.setattr("groundjudge.calibrate.agreement._CELLS_PER_BLOCK", 12 * 7)  # blocks of 7 resamples
+    assert np.array_equal(bootstrap_kappas(a, b, labels, weights, seed=3, reps=300), ours, equal_nan=True)
+    draws = np.random.default_rng(3)
+    xa, xb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    expected = []
+    for _ in range(300):
+        idx = draws.integers(0, len(a), len(a))
+        expected.append(sklearn_kappa(xa[idx].tolist(), xb[idx].tolist(), labels, weights))
+    expected = np.array(expected)
+    assert np.array_equal(np.isnan(ours), np.isnan(expected))
+    assert np.allclose(ours[~np.isnan(ours)], expected[~np.isnan(expected)], rtol=0, atol=1e-12)
+
+
+def test_undefined_resamples_are_left_out_and_an_all_undefined_bootstrap_has_no_interval():
+    # One disagreeing item in 20: about 1/e of the resamples miss it and hold a single label.
+    a, b = [True] * 19 + [False], [True] * 20
+    values = bootstrap_kappas(a, b, [True, False], None, seed=0, reps=400)
+    undefined = np.isnan(values)
+    assert 100 < undefined.sum() < 200
+    defined = values[~undefined]
+    assert bootstrap_ci(a, b, [True, False], None, seed=0, reps=400) == tuple(np.percentile(defined, [2.5, 97.5]))
+    assert np.isnan(bootstrap_kappas([True] * 20, [True] * 20, [True, False], None, reps=50)).all()
+    assert bootstrap_ci([True] * 20, [True] * 20, [True, False], None, reps=50) == (None, None)
 
 
 def test_bootstrap_is_reproducible_with_a_seed_and_brackets_kappa():
@@ -139,12 +222,15 @@ def test_untrusted_when_the_ci_lower_bound_is_too_low():
 
 def test_inter_rater_agreement_is_reported_beside_judge_agreement():
     judge, human = make_items(60, flip_every=10)
-    _, second = make_items(60, flip_every=20)
+    second, _ = make_items(60, flip_every=20)  # bob disagrees with alice on every 20th item
     record = build_record(judge, PROV, {"alice": human, "bob": second}, CRITERIA, reps=100)
     faithful = record["criteria"]["faithful"]
     assert faithful["judge_vs_human"]["n"] == 60 and record["primary_rater"] == "alice"
     assert set(faithful["judge_vs_each_rater"]) == {"alice", "bob"}
     assert faithful["inter_rater"]["alice~bob"]["n"] == 60
+    # The primary rater's figures are computed once and reported under both names.
+    assert faithful["judge_vs_human"] == faithful["judge_vs_each_rater"]["alice"]
+    assert faithful["judge_vs_human"] != faithful["judge_vs_each_rater"]["bob"]
 
 
 # --- prediction-powered inference ------------------------------------------------------------

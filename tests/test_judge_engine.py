@@ -29,7 +29,7 @@ RUBRIC = load_rubric(ROOT / "rubrics", "grounded_answer")
 def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, concurrency: int = 1,
                budget: Budget | None = None, pricing: Pricing | None = None, rubric: Rubric = RUBRIC,
                **settings: Any) -> tuple[list[CaseJudgement], JudgeEngine, RecordedSleep]:
-    options: dict[str, Any] = dict(base_url=srv.base_url, model=srv.model, timeout_s=5.0, max_attempts=3)
+    options: dict[str, Any] = dict(base_url=srv.base_url, model=srv.model, timeout_s=60.0, max_attempts=3)
     options.update(settings)
     sleep = RecordedSleep()
     client = JudgeClient(ClientSettings(**options), sleep=sleep)

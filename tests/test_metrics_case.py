@@ -75,3 +75,35 @@ def test_failure_stage_follows_the_pipeline():
     assert failure_stage({"recall@10": 1.0}, ["cited_support", "unsupported"]) == "answer unsupported"
     assert failure_stage({"recall@10": 1.0}, ["misattributed"]) == "citation misattributed"
     assert failure_stage({"recall@10": 1.0, "behavior_correct": 1.0}, ["cited_support"]) is None
+
+
+NO_RELEVANCE_KEYS = ("precision@1", "precision@5", "context_precision", "context_recall", "hit@1", "recall@5",
+                     "mrr@5", "mrr", "map", "r_precision", "ndcg@5", "ndcg_exp@5", "ndcg", "recall_doc@5")
+
+
+def test_a_case_without_relevance_labels_has_no_precision_and_no_ranked_metric(run):
+    # c3 retrieved fin#1 and put it in the context, c4 retrieved nothing; neither has relevant chunks.
+    for case_id in ("c3", "c4"):
+        v = values(run, case_id)
+        assert [key for key in NO_RELEVANCE_KEYS if v[key] is not None] == [], case_id
+    agg = run.configs["base"].aggregate
+    assert agg["precision@1"] == {"value": 1.0, "n": 2}  # c1 and c2 rank a relevant chunk first
+    assert agg["precision@3"] == {"value": pytest.approx((2 / 3 + 1 / 3) / 2), "n": 2}
+    assert agg["context_precision"] == {"value": pytest.approx((0.5 + 1.0) / 2), "n": 2}
+
+
+def test_citation_offset_accuracy_needs_a_gold_span(mini):
+    from groundjudge.contracts import GoldenCase, Trace
+    from groundjudge.metrics.grounding import citation_metrics
+
+    chunks = load_dataset(mini / "golden.jsonl", [mini / "traces.jsonl"], mini / "corpus.jsonl").corpus.chunks
+    trace = Trace.model_validate({"query_id": "q", "config_id": "base", "retrieved_chunks": ["fin#1"],
+                                  "context_chunks": ["fin#1"], "answer": "4.2 million [fin#1].",
+                                  "citations": [{"chunk_id": "fin#1", "offsets": [0, 20]}]})
+    unlabelled = GoldenCase.model_validate({"id": "q", "question": "Q3 revenue?"})
+    labelled = GoldenCase.model_validate({"id": "q", "question": "Q3 revenue?", "expected_chunk_ids": ["fin#1"]})
+    wrong_doc = GoldenCase.model_validate({"id": "q", "question": "Q3 revenue?", "expected_chunk_ids": ["sla#1"]})
+    assert citation_metrics(unlabelled, trace, chunks)["citation_offset_accuracy"] is None
+    assert citation_metrics(labelled, trace, chunks)["citation_offset_accuracy"] == 1.0
+    assert citation_metrics(wrong_doc, trace, chunks)["citation_offset_accuracy"] == 0.0
+    assert citation_metrics(labelled, trace, {})["citation_offset_accuracy"] is None  # no corpus, no spans

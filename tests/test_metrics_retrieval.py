@@ -368,3 +368,18 @@ def test_result_keys_are_stable() -> None:
 def test_bad_input_is_refused(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_precision_without_relevant_is_trec_evals_zero_unless_none_is_asked_for() -> None:
+    for relevance in ({}, {"a": 0}, {"a": 1}):
+        trec = retrieval_metrics(["a", "b"], relevance, ks=(1, 5))
+        golden = retrieval_metrics(["a", "b"], relevance, ks=(1, 5), precision_without_relevant=None)
+        if relevance.get("a"):
+            assert golden == trec and trec["precision@1"] == 1.0
+        else:
+            assert (trec["precision@1"], trec["precision@5"]) == (0.0, 0.0)
+            assert (golden["precision@1"], golden["precision@5"]) == (None, None)
+            assert {k: v for k, v in golden.items() if not k.startswith("precision")} == {
+                k: v for k, v in trec.items() if not k.startswith("precision")}
+    with pytest.raises(ValueError, match="precision_without_relevant"):
+        retrieval_metrics(["a"], {"a": 1}, precision_without_relevant=2.0)

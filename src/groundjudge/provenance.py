@@ -10,7 +10,7 @@ from pathlib import Path
 
 from groundjudge import __version__
 
-PACKAGES = ("openai", "httpx", "diskcache", "scikit-learn", "pydantic", "tenacity")
+PACKAGES = ("openai", "httpx", "diskcache", "numpy", "pydantic", "tenacity")  # numpy: kappa and its bootstrap draws
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

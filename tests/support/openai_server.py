@@ -711,8 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         verbose=args.verbose,
     )
     with srv:
-        print(srv.base_url, flush=True)
-        try:
+        try:  # a SIGINT that arrives as soon as the URL is out still ends the server cleanly
+            print(srv.base_url, flush=True)
             while srv.running:
                 time.sleep(0.2)
         except KeyboardInterrupt:

@@ -96,10 +96,11 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
         raise ValueError(f"no labels from rater {primary!r}; raters: {sorted(humans)}")
     stats: dict[str, Any] = {}
     for criterion in criteria:
+        each_rater = {r: _agree(judge, labels, criterion, seed, target_width, reps)
+                      for r, labels in sorted(humans.items())}
         stats[criterion.name] = {
-            "judge_vs_human": _agree(judge, humans[primary], criterion, seed, target_width, reps),
-            "judge_vs_each_rater": {r: _agree(judge, labels, criterion, seed, target_width, reps)
-                                    for r, labels in sorted(humans.items())},
+            "judge_vs_human": dict(each_rater[primary]),  # the primary rater's figures, computed once
+            "judge_vs_each_rater": each_rater,
             "inter_rater": {f"{r1}~{r2}": _agree(humans[r1], humans[r2], criterion, seed, target_width, reps)
                             for r1, r2 in combinations(sorted(humans), 2)},
         }

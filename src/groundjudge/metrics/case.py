@@ -74,7 +74,8 @@ def compute_case(
 ) -> CaseMetrics:
     ranking = ranking_of(trace)
     values: dict[str, float | None] = {}
-    retrieval = retrieval_metrics(ranking, case.relevance, settings.ks)
+    # A case without relevant chunks has no precision (trec_eval would say 0): None, left out of means.
+    retrieval = retrieval_metrics(ranking, case.relevance, settings.ks, precision_without_relevant=None)
     values.update({k: v for k, v in retrieval.items() if not k.startswith("num_")})
     values.update(doc_recall(case, trace, ranking, corpus, settings.ks))
     values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks))

@@ -16,6 +16,9 @@ def context_metrics(case: GoldenCase, trace: Trace) -> dict[str, float | None]:
         # The system did not record its prompt context (kb-eval): unknown, not empty.
         return {"context_recall": None, "context_precision": None}
     relevant = case.relevant_chunk_ids
+    if not relevant:
+        # No relevance labels: nothing in the context can be right or wrong, so neither rate exists.
+        return {"context_recall": None, "context_precision": None}
     context = [c.chunk_id for c in trace.context_chunks]
     in_context = set(context)
     return {
@@ -51,7 +54,9 @@ def citation_metrics(
     ``citation_scoped``: share of citations whose id exists, was retrieved and reached the
     context. ``must_cite_coverage``: share of ``must_cite`` ids cited. ``citation_offset_accuracy``:
     share of citations carrying offsets whose span overlaps a gold chunk's span in the same
-    document, within ``window`` bytes. Each is None when its denominator is empty.
+    document, within ``window`` bytes. Each is None when its denominator is empty, and
+    ``citation_offset_accuracy`` also when no gold chunk (``must_cite``, else the relevant
+    chunks) has a known span.
     """
     retrieved = {c.chunk_id for c in trace.retrieved_chunks}
     context = {c.chunk_id for c in trace.context_chunks}
@@ -63,11 +68,14 @@ def citation_metrics(
     scoped = sum(1 for cid in cited_ids if known(cid) and cid in retrieved and cid in context)
     with_offsets = [c for c in trace.citations if c.offsets is not None]
     gold_ids = list(case.must_cite) or list(case.relevant_chunk_ids)
+    # Without a gold span to compare with (no must_cite, no relevant chunk, or none with offsets)
+    # no citation can be judged accurate or not: None, not 0.0.
+    has_gold_span = any(chunks[g].offsets is not None for g in gold_ids if g in chunks)
     accurate = sum(1 for c in with_offsets if _citation_accurate(c, gold_ids, chunks, window))
     must = set(case.must_cite)
     return {
         "citation_scoped": _rate(scoped, len(cited_ids)),
         "citation_in_context": _rate(sum(1 for cid in cited_ids if cid in context), len(cited_ids)),
         "must_cite_coverage": _rate(len(must & set(cited_ids)), len(must)),
-        "citation_offset_accuracy": _rate(accurate, len(with_offsets)) if chunks else None,
+        "citation_offset_accuracy": _rate(accurate, len(with_offsets)) if has_gold_span else None,
     }

@@ -31,7 +31,11 @@ cannot be missed does not count as a miss (SPEC section 4, STYLE "no value is ex
   ``num_rel`` is 0;
 - ``ndcg@k``, ``ndcg_exp@k`` and ``ndcg`` are None when the ideal DCG is 0 (no judged document
   has a positive grade);
-- ``precision@k`` and the ``num_*`` counts are always defined.
+- ``precision@k`` is 0.0 when ``num_rel`` is 0, as in trec_eval, unless the caller asks
+  for None (``precision_without_relevant=None``): a golden-set case without relevance labels
+  has no precision, so :mod:`groundjudge.metrics.case` asks for None; TREC runs keep
+  trec_eval's 0 so that precision means equal trec_eval's;
+- the ``num_*`` counts are always defined.
 
 In the TREC reference data every evaluated query has relevant documents, so agreement with
 trec_eval there is exact.
@@ -118,6 +122,7 @@ def retrieval_metrics(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     relevance_level: int = 1,
+    precision_without_relevant: float | None = 0.0,
 ) -> dict[str, float | None]:
     """Ranked retrieval metrics of one query, with trec_eval's definitions.
 
@@ -131,6 +136,9 @@ def retrieval_metrics(
         Cutoffs for the ``@k`` metrics, each a positive integer.
     relevance_level : int, keyword-only, default 1
         Smallest grade that counts as relevant (trec_eval ``-l``); does not change NDCG gains.
+    precision_without_relevant : float or None, keyword-only, default 0.0
+        ``precision@k`` when no judged document is relevant (``num_rel`` is 0): trec_eval's
+        0.0, or None to leave such a query out of precision means, like the other rates.
 
     Returns
     -------
@@ -153,18 +161,26 @@ def retrieval_metrics(
     (0.0, 1.0, 0.5, 0.3333333333333333, 0.5)
     >>> retrieval_metrics(["d1"], {"d1": 0})["map"] is None
     True
+    >>> retrieval_metrics(["d1"], {}, ks=(1,))["precision@1"]
+    0.0
+    >>> retrieval_metrics(["d1"], {}, ks=(1,), precision_without_relevant=None)["precision@1"] is None
+    True
     """
     if isinstance(ranking, str):
         raise ValueError("ranking must be a sequence of document ids, not a single string")
     ks = _check_ks(ks)
     _check_level(relevance_level)
+    if precision_without_relevant is not None and not 0.0 <= precision_without_relevant <= 1.0:
+        raise ValueError(
+            f"precision_without_relevant must be None or within [0, 1], got {precision_without_relevant!r}"
+        )
     if len(set(ranking)) != len(ranking):
         raise ValueError(f"document {_first_duplicate(ranking)!r} appears twice in the ranking")
     judged = _Judged.build(relevance, relevance_level)
     positive = judged.positive
     hit_ranks = [rank for rank, doc in enumerate(ranking) if doc in positive]
     hit_grades = [positive[ranking[rank]] for rank in hit_ranks]
-    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, _keys(ks))
+    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, _keys(ks), precision_without_relevant)
 
 
 def query_coverage(qrels: Mapping[str, object], run: Mapping[str, object]) -> QueryCoverage:
@@ -279,6 +295,7 @@ def _score(
     judged: _Judged,
     ks: tuple[int, ...],
     keys: tuple[str, ...],
+    precision_without_relevant: float | None = 0.0,
 ) -> dict[str, float | None]:
     """All metrics from the 0-based ranks (ascending) and grades of the positive-gain hits."""
     if judged.level == 1:  # every positive grade is relevant
@@ -301,12 +318,13 @@ def _score(
     ndcg_exp: list[float | None] = []
     for k in ks:
         found = bisect_left(rel_ranks, k)
-        precision.append(found / k)
         if num_rel:
+            precision.append(found / k)
             hit.append(1.0 if found else 0.0)
             recall.append(found / num_rel)
             mrr.append(first_reciprocal if first < k else 0.0)
         else:
+            precision.append(precision_without_relevant)
             hit.append(None)
             recall.append(None)
             mrr.append(None)
