@@ -73,7 +73,20 @@ class CallResult:
     completion_tokens: int
     attempts: int  # transient retries included
     requests: int  # HTTP requests made, structured-output negotiation included
-    mode: OutputMode
+    mode: OutputMode | None
+
+
+@dataclass
+class TokenAnswer:
+    """A short answer: its text and, per generated token, the top alternatives with logprobs."""
+
+    text: str
+    tokens: list[list[tuple[str, float]]]
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    attempts: int
+    requests: int
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -174,8 +187,8 @@ class JudgeClient:
             self._mode_confirmed = True
             return response, mode
 
-    async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> CallResult:
-        """One judge call (with transient retries). Raises on a final failure or a model mismatch."""
+    async def _retried(self, call: Any) -> tuple[Any, OutputMode | None, int, int]:
+        """Run ``call(requests)`` with transient retries; check the pinned model on the reply."""
         attempts = 0
         requests = [0]
         retrying = AsyncRetrying(
@@ -186,7 +199,7 @@ class JudgeClient:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    response, mode = await self._one_call(messages, schema, name, requests)
+                    response, mode = await call(requests)
         except openai.APIStatusError as exc:
             kind = JudgeUnreachable if exc.status_code in (401, 403, 404) else CallFailed
             raise kind(f"HTTP {exc.status_code} after {attempts} attempt(s): {_short(exc)}", requests[0]) from exc
@@ -198,13 +211,53 @@ class JudgeClient:
         if response.model not in allowed:
             raise ModelMismatch(f"server answered as model {response.model!r}, pinned {self.settings.model!r}",
                                 requests[0])
+        return response, mode, attempts, requests[0]
+
+    async def complete(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> CallResult:
+        """One judge call (with transient retries). Raises on a final failure or a model mismatch."""
+        response, mode, attempts, requests = await self._retried(
+            lambda requests: self._one_call(messages, schema, name, requests))
         choice = response.choices[0] if response.choices else None
         raw = (choice.message.content if choice and choice.message else None) or ""
         usage = response.usage
         return CallResult(raw=raw, model=response.model,
                           prompt_tokens=usage.prompt_tokens if usage else 0,
                           completion_tokens=usage.completion_tokens if usage else 0,
-                          attempts=attempts, requests=requests[0], mode=mode)
+                          attempts=attempts, requests=requests, mode=mode)
+
+    async def ask_token(self, messages: list[dict[str, str]], *, max_tokens: int = 1,
+                        top_logprobs: int = 10) -> TokenAnswer:
+        """A short answer with the probabilities of each answer token's alternatives.
+
+        Where the endpoint gives no token probabilities, ``tokens`` is empty and only the
+        sampled text is there (the caller records the confidence as unknown).
+        """
+        async def call(requests: list[int]) -> tuple[Any, None]:
+            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                      "temperature": self.settings.temperature, "max_tokens": max_tokens,
+                                      "logprobs": True, "top_logprobs": top_logprobs}
+            if self.settings.seed is not None:
+                kwargs["seed"] = self.settings.seed
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            requests[0] += 1
+            return await self._client.chat.completions.create(**kwargs), None
+
+        response, _, attempts, requests = await self._retried(call)
+        choice = response.choices[0] if response.choices else None
+        text = (choice.message.content if choice and choice.message else None) or ""
+        tokens: list[list[tuple[str, float]]] = []
+        content = getattr(getattr(choice, "logprobs", None), "content", None) if choice else None
+        for position in content or []:
+            alternatives = [(alt.token, alt.logprob) for alt in (position.top_logprobs or [])]
+            if not alternatives and position.token is not None:
+                alternatives = [(position.token, position.logprob)]
+            tokens.append(alternatives)
+        usage = response.usage
+        return TokenAnswer(text=text, tokens=tokens, model=response.model,
+                           prompt_tokens=usage.prompt_tokens if usage else 0,
+                           completion_tokens=usage.completion_tokens if usage else 0,
+                           attempts=attempts, requests=requests)
 
     async def close(self) -> None:
         await self._client.close()

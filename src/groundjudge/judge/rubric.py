@@ -122,6 +122,50 @@ def _template_variables(source: str) -> set[str]:
     return set(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
 
 
+class ClaimQuestions(BaseModel):
+    """How the ``claim_check`` family asks: one short yes/no question per claim (or all claims
+    of a case in one call), answered with one token whose probability is the claim's support.
+
+    Every question is the system prompt plus one user message that starts with ``context``
+    (question, the chunks, the answer: byte-identical for every question about the same case
+    and chunks, so a server's prefix cache processes it once) and ends with ``claim`` (the only
+    part that changes).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    context: str  # variables: question, contexts, answer
+    claim: str  # variables: claim
+    nugget_context: str  # variables: question, answer (the answer is what nuggets are checked against)
+    nugget: str  # variables: nugget
+    contradiction: str | None = None  # variables: claim; asked for claims below `contradiction_below`
+    contradiction_below: float = Field(default=0.5, ge=0, le=1)
+    yes: list[str] = Field(min_length=1)  # answer tokens that mean yes (compared case- and space-insensitively)
+    no: list[str] = Field(min_length=1)
+    top_logprobs: int = Field(default=10, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _variables(self) -> ClaimQuestions:
+        allowed = {"context": {"question", "contexts", "answer"}, "claim": {"claim"},
+                   "nugget_context": {"question", "answer"}, "nugget": {"nugget"}, "contradiction": {"claim"}}
+        for name, names in allowed.items():
+            source = getattr(self, name)
+            if source is None:
+                continue
+            unknown = _template_variables(source) - names
+            if unknown:
+                raise ValueError(f"claim_questions.{name} uses unknown variables {sorted(unknown)}; "
+                                 f"allowed: {sorted(names)}")
+        needed = {"context": {"contexts"}, "claim": {"claim"}, "nugget_context": {"answer"}, "nugget": {"nugget"}}
+        for name, names in needed.items():
+            missing = names - _template_variables(getattr(self, name))
+            if missing:
+                raise ValueError(f"claim_questions.{name} must show {sorted(missing)}")
+        return self
+
+    def render(self, template: str, **values: Any) -> str:
+        return _compiled(getattr(self, template)).render(**values)
+
+
 class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(pattern=r"^[a-z0-9_]+$")
@@ -129,14 +173,24 @@ class Rubric(BaseModel):
     description: str
     criteria: list[Criterion] = Field(min_length=1)
     system_prompt: str
-    user_template: str
-    repair_prompt: str
-    output_schema: dict[str, Any]
+    # one_call_json: one call per case, a JSON verdict (grounded_answer); claim_questions: one
+    # yes/no question per claim, its answer token's probability as the support (claim_check).
+    protocol: Literal["one_call_json", "claim_questions"] = "one_call_json"
+    user_template: str | None = None
+    repair_prompt: str | None = None
+    output_schema: dict[str, Any] | None = None
+    claim_questions: ClaimQuestions | None = None
 
     @model_validator(mode="after")
     def _templates_use_known_variables(self) -> Rubric:
         if _template_variables(self.system_prompt):
             raise ValueError("system_prompt must not use template variables: it is shared by every case")
+        if self.protocol == "claim_questions":
+            if self.claim_questions is None:
+                raise ValueError("protocol claim_questions needs a claim_questions section")
+            return self
+        if self.user_template is None or self.repair_prompt is None or self.output_schema is None:
+            raise ValueError("protocol one_call_json needs user_template, repair_prompt and output_schema")
         unknown = _template_variables(self.user_template) - USER_VARIABLES
         if unknown:
             raise ValueError(f"user_template uses unknown variables {sorted(unknown)}; "
@@ -167,10 +221,10 @@ class Rubric(BaseModel):
         return f"{self.id}/v{self.version}"
 
     def render_user(self, **values: Any) -> str:
-        return _compiled(self.user_template).render(**values)
+        return _compiled(self.user_template or "").render(**values)
 
     def render_repair(self, problem: str) -> str:
-        return _compiled(self.repair_prompt).render(problem=problem)
+        return _compiled(self.repair_prompt or "").render(problem=problem)
 
 
 def _problem(path: Path, field: str | None, text: str) -> InputError:
