@@ -82,6 +82,9 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    # Per generated token, its top alternatives as (token, logprob): sent as the OpenAI
+    # ``logprobs.content`` list when the request asked for logprobs; None sends ``logprobs: null``.
+    top_logprobs: tuple[tuple[tuple[str, float], ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -409,7 +412,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(action, Reply):
             self._wait(owner.delay_s + action.delay_s)
             payload = owner._completion(
-                body, action.content, action.model, action.prompt_tokens, action.completion_tokens, action.finish_reason
+                body, action.content, action.model, action.prompt_tokens, action.completion_tokens, action.finish_reason,
+                action.top_logprobs,
             )
             self._send(200, payload)
             rec.responded_at = time.monotonic()
@@ -667,9 +671,17 @@ class ScriptedOpenAIServer:
         prompt_tokens: int | None,
         completion_tokens: int | None,
         finish_reason: str,
+        top_logprobs: Any = None,
     ) -> dict:
         pt = _prompt_words(body) if prompt_tokens is None else int(prompt_tokens)
         ct = _words(content) if completion_tokens is None else int(completion_tokens)
+        logprobs = None
+        if top_logprobs is not None and isinstance(body, dict) and body.get("logprobs"):
+            keep = int(body.get("top_logprobs") or 0)
+            logprobs = {"content": [
+                {"token": alts[0][0], "logprob": alts[0][1], "bytes": None,
+                 "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alts[:keep]]}
+                for alts in top_logprobs]}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
@@ -680,7 +692,7 @@ class ScriptedOpenAIServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
-                    "logprobs": None,
+                    "logprobs": logprobs,
                     "finish_reason": finish_reason,
                 }
             ],

@@ -9,15 +9,17 @@ The client is made on the first call that is needed, so a fully cached run never
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
-from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch
+from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
 from groundjudge.judge.render import JudgeItem, render_messages
-from groundjudge.judge.results import CaseJudgement, ClaimResult, Status, Usage
+from groundjudge.judge.results import CaseJudgement, ClaimResult, NuggetResult, Status, Usage
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
@@ -46,6 +48,8 @@ class EngineTotals:
     done: int = 0
     mode: str | None = None
     stopped: str | None = None  # why the run stopped sending, if it did
+    questions: int = 0  # claim_check: questions answered (from the cache or a call)
+    without_logprobs: int = 0  # claim_check: answers that came with no token probabilities
 
 
 @dataclass
@@ -58,6 +62,7 @@ class _Pending:
     source: Literal["cache", "call"] | None = None
     criteria: dict[str, Any] = field(default_factory=dict)
     claims: list[ClaimResult] = field(default_factory=list)
+    nuggets: list[NuggetResult] = field(default_factory=list)
     judge_reason: str | None = None
     raw: str | None = None
     cache_key: str | None = None
@@ -70,6 +75,7 @@ class _Pending:
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
+            nuggets=self.nuggets if judged else [],
             judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
             cache_key=self.cache_key, raw=self.raw)
 
@@ -77,6 +83,24 @@ class _Pending:
 def claims_of(verdict: Any) -> list[ClaimResult]:
     return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
                         klass=c.triage_class) for c in verdict.claims]
+
+
+class _NotSent(Exception):
+    """A question that was not sent: the run stopped, or the budget ran out."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def prefix_order(items: Sequence[JudgeItem]) -> list[int]:
+    """Indexes of ``items`` with cases that share question and context next to each other
+    (stable otherwise): a server that keeps the last prompt's prefix then reads it once."""
+    first: dict[tuple[str, tuple[str, ...]], int] = {}
+    for i, item in enumerate(items):
+        first.setdefault((item.question, tuple(cid for cid, _ in item.contexts)), i)
+    return sorted(range(len(items)), key=lambda i: first[(items[i].question,
+                                                          tuple(cid for cid, _ in items[i].contexts))])
 
 
 @dataclass
@@ -224,6 +248,14 @@ class JudgeEngine:
                 out.status, out.raw, out.reason = "judge_error", cached.raw, f"invalid verdict (cached reply): {exc}"
         return self._finish(out)
 
+    async def _run_claim_items(self, items: Sequence[JudgeItem], sem: asyncio.Semaphore,
+                               stop: dict[str, str]) -> list[_Pending]:
+        cases = asyncio.Semaphore(max(1, self.concurrency))
+        order = prefix_order(items)
+        done = await asyncio.gather(*(self._run_claim_item(items[i], cases, sem, stop) for i in order))
+        by_index = dict(zip(order, done))
+        return [by_index[i] for i in range(len(items))]
+
     def _finish(self, out: _Pending) -> _Pending:
         self.totals.done += 1
         if out.status == "judge_error":
@@ -232,13 +264,110 @@ class JudgeEngine:
             self.on_progress(self.totals)
         return out
 
+    # --- claim_check: one short question per claim ------------------------------------------
+
+    def _account_answer(self, out: _Pending, answer: TokenAnswer | None, requests: int) -> None:
+        used = Usage(requests=requests)
+        if answer is not None:
+            used = Usage(requests=requests, prompt_tokens=answer.prompt_tokens,
+                         completion_tokens=answer.completion_tokens,
+                         cost_usd=self.pricing.cost(answer.prompt_tokens, answer.completion_tokens))
+        out.usage = out.usage + used
+        self.totals.usage = self.totals.usage + used
+
+    async def _ask(self, out: _Pending, question: claim_check.Question, sem: asyncio.Semaphore,
+                   stop: dict[str, str], fresh: list[int]) -> claim_check.Answer:
+        spec = self.rubric.claim_questions
+        assert spec is not None
+        key = claim_check.question_key(self.rubric, self.model, self.decoding, question)
+        cached = self.cache.get(key)
+        if cached is None:
+            async with sem:
+                if stop:
+                    raise _NotSent("judge_error", stop["reason"])
+                if (over := self._budget_left()) is not None:
+                    raise _NotSent("skipped", over)
+                client = await self._get_client()
+                try:
+                    answer = await client.ask_token(question.messages, top_logprobs=spec.top_logprobs)
+                except CallFailed as exc:
+                    self._account_answer(out, None, exc.requests)
+                    raise
+                self._account_answer(out, answer, answer.requests)
+                raw = json.dumps({"text": answer.text, "tokens": answer.tokens}, ensure_ascii=False)
+                self.cache.put(key, CachedReply(raw=raw, model=answer.model, prompt_tokens=answer.prompt_tokens,
+                                                completion_tokens=answer.completion_tokens, created=time.time()))
+                fresh[0] += 1
+        else:
+            raw = cached.raw
+        self.totals.questions += 1
+        parsed = claim_check.read_answer(raw, spec)
+        if parsed.probability is None:
+            self.totals.without_logprobs += 1
+        return parsed
+
+    async def _ask_all(self, out: _Pending, questions: Sequence[claim_check.Question], sem: asyncio.Semaphore,
+                       stop: dict[str, str], fresh: list[int]) -> list[claim_check.Answer]:
+        # Wait for every question of the phase, even when one fails, so each answer that was paid
+        # for is cached and a re-run asks only what is missing.
+        answers = await asyncio.gather(*(self._ask(out, q, sem, stop, fresh) for q in questions),
+                                       return_exceptions=True)
+        failed = next((a for a in answers if isinstance(a, BaseException)), None)
+        if failed is not None:
+            raise failed
+        return list(answers)  # type: ignore[arg-type]
+
+    async def _judge_claims(self, out: _Pending, sem: asyncio.Semaphore, stop: dict[str, str]) -> None:
+        rubric, item = self.rubric, out.item
+        faithful = next((c for c in rubric.criteria if c.score_kind == "claim_support"), None)
+        cut = faithful.cut if faithful is not None else 0.5
+        plan = claim_check.plan_case(rubric, item)
+        fresh = [0]
+        support = await self._ask_all(out, claim_check.claim_questions(rubric, plan), sem, stop, fresh)
+        against = claim_check.contradiction_questions(rubric, plan, support)
+        contradicted = dict(zip((q.index for q in against), await self._ask_all(out, against, sem, stop, fresh)))
+        by_cited, settled = claim_check.cited_questions(rubric, item, plan)
+        cited = dict(zip((q.index for q in by_cited), await self._ask_all(out, by_cited, sem, stop, fresh)))
+        nuggets = await self._ask_all(out, claim_check.nugget_questions(rubric, plan), sem, stop, fresh)
+        claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut)
+        out.nuggets = claim_check.nugget_results(plan, nuggets, 0.5)
+        out.claims = claims
+        out.criteria = criterion_values(rubric.criteria, claims=claims, nuggets=out.nuggets,
+                                        has_expected_answer=bool(item.expected_answer),
+                                        nothing_to_check=bool(item.answer.strip()) and not plan.sentences)
+        out.status, out.source = "judged", "call" if fresh[0] else "cache"
+
+    async def _run_claim_item(self, item: JudgeItem, cases: asyncio.Semaphore, sem: asyncio.Semaphore,
+                              stop: dict[str, str]) -> _Pending:
+        out = _Pending(item)
+        async with cases:  # one case's questions together: its shared prefix stays in the server's cache
+            started = time.monotonic()
+            try:
+                await self._judge_claims(out, sem, stop)
+            except _NotSent as exc:
+                out.status, out.reason = exc.status, exc.reason
+            except (ModelMismatch, JudgeUnreachable) as exc:
+                stop.setdefault("reason", f"not sent: the run stopped after: {exc.reason}")
+                out.status, out.reason = "judge_error", exc.reason
+            except CallFailed as exc:
+                out.status, out.reason = "judge_error", exc.reason
+            except VerdictError as exc:
+                out.status, out.reason = "judge_error", f"invalid answer: {exc}"
+            out.seconds += time.monotonic() - started
+        if out.source == "cache":
+            self.totals.cache_hits += 1
+        return self._finish(out)
+
     async def run(self, items: Sequence[JudgeItem], selected_because: Sequence[str | None] | None = None,
                   ) -> list[CaseJudgement]:
         """Judge ``items`` (already in priority order); results come back in the same order."""
         sem = asyncio.Semaphore(max(1, self.concurrency))
         stop: dict[str, str] = {}
         try:
-            pending = await asyncio.gather(*(self._run_item(item, sem, stop) for item in items))
+            if self.rubric.protocol == "claim_questions":
+                pending = await self._run_claim_items(items, sem, stop)
+            else:
+                pending = await asyncio.gather(*(self._run_item(item, sem, stop) for item in items))
         finally:
             if self.client is not None:
                 await self.client.close()

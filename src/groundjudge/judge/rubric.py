@@ -139,8 +139,8 @@ class ClaimQuestions(BaseModel):
     nugget: str  # variables: nugget
     contradiction: str | None = None  # variables: claim; asked for claims below `contradiction_below`
     contradiction_below: float = Field(default=0.5, ge=0, le=1)
-    yes: list[str] = Field(min_length=1)  # answer tokens that mean yes (compared case- and space-insensitively)
-    no: list[str] = Field(min_length=1)
+    yes_tokens: list[str] = Field(min_length=1)  # answers that mean yes (compared case- and space-insensitively)
+    no_tokens: list[str] = Field(min_length=1)
     top_logprobs: int = Field(default=10, ge=1, le=20)
 
     @model_validator(mode="after")

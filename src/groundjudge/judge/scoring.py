@@ -64,9 +64,14 @@ def _nugget_grade(criterion: Criterion, nuggets: Sequence[NuggetResult]) -> Crit
 
 def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],
                      nuggets: Sequence[NuggetResult] = (), fields: Mapping[str, Any] | None = None,
-                     has_expected_answer: bool) -> dict[str, CriterionValue]:
+                     has_expected_answer: bool, nothing_to_check: bool = False) -> dict[str, CriterionValue]:
     """One value per criterion; raises :class:`VerdictError` when a reply field is missing or
-    off its scale (which earns the reply one repair)."""
+    off its scale (which earns the reply one repair).
+
+    ``nothing_to_check``: the answer has text but no sentence states a checkable fact (a
+    greeting, a refusal about the passages): it cannot be unfaithful, so a ``claim_support``
+    criterion is true there, with no mean support to average.
+    """
     out: dict[str, CriterionValue] = {}
     cited = [c for c in claims if c.cited]
     for criterion in criteria:
@@ -78,7 +83,8 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
         elif kind == "cited_claim_share":
             out[criterion.name] = _share(cited, lambda c: c.verdict == "supported" and c.klass == "cited_support")
         elif kind == "claim_support":
-            out[criterion.name] = _support([_probability(c, False) for c in claims], criterion.cut)
+            out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
+                                   else _support([_probability(c, False) for c in claims], criterion.cut))
         elif kind == "cited_claim_support":
             out[criterion.name] = _support([_probability(c, True) for c in cited], criterion.cut)
         elif kind == "nugget_grade":

@@ -1,0 +1,201 @@
+"""The ``claim_check`` protocol: claims split without a model, one short yes/no question each.
+
+For one case it asks, in this order (each phase after the one before, questions of a phase
+concurrently where the endpoint allows):
+
+1. per check-worthy claim: does the context support it? (shared prefix: system text, question,
+   every context chunk, the answer; the claim last)
+2. per claim whose support is low, if the rubric asks: does the context contradict it? (same prefix)
+3. per claim with citations: does what it cites support it? (prefix: only the cited chunks)
+4. per nugget of the expected answer: does the answer state it? (prefix: question and answer)
+
+Each answer is one token; its probability (``P(yes) / (P(yes) + P(no))`` over the top
+alternatives) is the support. Every question is cached on its own, keyed by the exact messages
+and the judge's identity, so editing one sentence re-asks one claim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
+from groundjudge.judge.render import neutralize
+from groundjudge.judge.results import ClaimResult, NuggetResult
+from groundjudge.judge.rubric import ClaimQuestions, Rubric
+from groundjudge.judge.verdict import VerdictError
+from groundjudge.select import JudgeItem
+
+Kind = Literal["claim", "contradiction", "cited", "nugget"]
+
+
+@dataclass(frozen=True)
+class Question:
+    kind: Kind
+    index: int  # which claim or nugget
+    messages: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one question's reply says: the probability of yes (None without token
+    probabilities) and the sampled answer."""
+
+    probability: float | None
+    said_yes: bool
+
+    def yes(self, cut: float) -> bool:
+        return self.said_yes if self.probability is None else self.probability >= cut
+
+
+def question_key(rubric: Rubric, model: str, decoding: dict[str, Any], question: Question) -> str:
+    """Everything the answer depends on: rubric identity, model, decoding and the exact messages."""
+    parts = {"rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
+             "model": model, "decoding": decoding, "kind": question.kind, "messages": question.messages}
+    canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _norm(token: str) -> str:
+    return unicodedata.normalize("NFKC", token).strip().strip(".!:,;\"'").casefold()
+
+
+def read_answer(raw: str, spec: ClaimQuestions) -> Answer:
+    """Parse a stored reply (``{"text": ..., "tokens": [[[token, logprob], ...], ...]}``).
+
+    The first answer token decides; tokens that mean neither yes nor no are ignored in the
+    probability. A reply whose answer is neither yes nor no is a :class:`VerdictError`.
+    """
+    try:
+        data = json.loads(raw)
+        text, tokens = str(data["text"]), data["tokens"]
+    except (ValueError, KeyError, TypeError):
+        raise VerdictError("the stored answer is not readable") from None
+    yes, no = {_norm(t) for t in spec.yes_tokens}, {_norm(t) for t in spec.no_tokens}
+    first = _norm(text.split()[0]) if text.split() else ""
+    p_yes = p_no = 0.0
+    for token, logprob in tokens[0] if tokens else []:
+        word = _norm(token)
+        if word in yes:
+            p_yes += math.exp(logprob)
+        elif word in no:
+            p_no += math.exp(logprob)
+    said_yes = first in yes if first in yes | no else p_yes > p_no
+    if first not in yes | no and p_yes + p_no == 0:
+        raise VerdictError(f"the answer {text[:40]!r} is neither yes nor no")
+    probability = p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None
+    return Answer(probability=probability, said_yes=said_yes)
+
+
+def _messages(rubric: Rubric, prefix: str, tail: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": rubric.system_prompt}, {"role": "user", "content": prefix + tail}]
+
+
+def _contexts(pairs: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"id": " ".join(neutralize(cid).splitlines()), "text": neutralize(text)} for cid, text in pairs]
+
+
+@dataclass(frozen=True)
+class CasePlan:
+    """The claims of one case and the prefixes their questions share."""
+
+    sentences: list[Sentence]  # check-worthy sentences only
+    nuggets: list[str]
+    shared_prefix: str
+    nugget_prefix: str | None
+
+
+def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
+    spec = rubric.claim_questions
+    assert spec is not None
+    sentences = [s for s in split_claims(item.answer) if s.check]
+    shared = spec.render("context", question=neutralize(item.question), contexts=_contexts(item.contexts),
+                         answer=neutralize(item.answer))
+    nuggets = split_nuggets(item.expected_answer) if item.expected_answer else []
+    nugget_prefix = spec.render("nugget_context", question=neutralize(item.question),
+                                answer=neutralize(item.answer)) if nuggets else None
+    return CasePlan(sentences=sentences, nuggets=nuggets, shared_prefix=shared, nugget_prefix=nugget_prefix)
+
+
+def claim_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
+    spec = rubric.claim_questions
+    assert spec is not None
+    return [Question("claim", i, _messages(rubric, plan.shared_prefix, spec.render("claim", claim=neutralize(s.text))))
+            for i, s in enumerate(plan.sentences)]
+
+
+def contradiction_questions(rubric: Rubric, plan: CasePlan, support: Sequence[Answer]) -> list[Question]:
+    spec = rubric.claim_questions
+    assert spec is not None
+    if spec.contradiction is None:
+        return []
+    return [Question("contradiction", i, _messages(rubric, plan.shared_prefix,
+                                                   spec.render("contradiction", claim=neutralize(s.text))))
+            for i, (s, a) in enumerate(zip(plan.sentences, support)) if not a.yes(spec.contradiction_below)]
+
+
+def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> tuple[list[Question], dict[int, str]]:
+    """Questions against only what each claim cites; and, for claims that cannot be asked so,
+    why: every context chunk cited (the answer is the claim question's) or none shown."""
+    spec = rubric.claim_questions
+    assert spec is not None
+    shown = dict(item.contexts)
+    questions, settled = [], {}
+    for i, s in enumerate(plan.sentences):
+        if not s.citations:
+            continue
+        cited = [(cid, shown[cid]) for cid in dict.fromkeys(s.citations) if cid in shown]
+        if not cited:
+            settled[i] = "not_shown"
+        elif len(cited) == len(item.contexts):
+            settled[i] = "all_context"
+        else:
+            prefix = spec.render("context", question=neutralize(item.question), contexts=_contexts(cited),
+                                 answer=neutralize(item.answer))
+            questions.append(Question("cited", i, _messages(rubric, prefix,
+                                                            spec.render("claim", claim=neutralize(s.text)))))
+    return questions, settled
+
+
+def nugget_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
+    spec = rubric.claim_questions
+    assert spec is not None
+    if plan.nugget_prefix is None:
+        return []
+    return [Question("nugget", i, _messages(rubric, plan.nugget_prefix, spec.render("nugget", nugget=neutralize(n))))
+            for i, n in enumerate(plan.nuggets)]
+
+
+def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[int, Answer],
+                  cited: dict[int, Answer], settled: dict[int, str], cut: float) -> list[ClaimResult]:
+    """Claims with verdicts, classes and probabilities, from the answers to their questions."""
+    out = []
+    for i, (s, a) in enumerate(zip(plan.sentences, support)):
+        supported = a.yes(cut)
+        cited_answer = cited.get(i) if i not in settled else (a if settled[i] == "all_context" else None)
+        cited_ok = bool(s.citations) and cited_answer is not None and cited_answer.yes(cut)
+        if supported:
+            verdict = "supported"
+            klass = "uncited" if not s.citations else ("cited_support" if cited_ok else "misattributed")
+        elif i in contradicted and contradicted[i].yes(0.5):
+            verdict = klass = "contradicted"
+        else:
+            verdict = klass = "unsupported"
+        if settled.get(i) == "not_shown":
+            cited_p: float | None = 0.0  # what it cites was not in the context: it cannot support it
+        else:
+            cited_p = cited_answer.probability if cited_answer is not None else None
+        out.append(ClaimResult(claim=s.text, cited=list(s.citations), verdict=verdict,  # type: ignore[arg-type]
+                               support=list(s.citations) if cited_ok else [], klass=klass,  # type: ignore[arg-type]
+                               confidence=a.probability, cited_confidence=cited_p if s.citations else None,
+                               start=s.start, end=s.end))
+    return out
+
+
+def nugget_results(plan: CasePlan, answers: Sequence[Answer], cut: float) -> list[NuggetResult]:
+    return [NuggetResult(text=n, stated=a.yes(cut), confidence=a.probability) for n, a in zip(plan.nuggets, answers)]
