@@ -59,8 +59,15 @@ class ClientSettings:
     requests_per_minute: float | None = None
     output_mode: OutputMode = "json_schema"  # the first mode tried
 
-    def decoding(self) -> dict[str, Any]:
-        """What shapes a reply, and so belongs in the cache key and calibration records."""
+    def decoding(self, top_logprobs: int | None = None) -> dict[str, Any]:
+        """What shapes a reply, and so belongs in the cache key and calibration records.
+
+        With ``top_logprobs`` (the claim_check protocol): one-token answers read through their
+        top alternatives, so max_tokens and the structured-output mode do not apply.
+        """
+        if top_logprobs is not None:
+            return {"temperature": self.temperature, "seed": self.seed, "max_tokens": 1,
+                    "top_logprobs": top_logprobs}
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
                 "output_mode": self.output_mode}
 

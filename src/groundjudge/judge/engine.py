@@ -121,7 +121,8 @@ class JudgeEngine:
     def __post_init__(self) -> None:
         if self.client is not None:
             self.model = self.model or self.client.settings.model
-            self.decoding = self.decoding or self.client.settings.decoding()
+            spec = self.rubric.claim_questions if self.rubric.protocol == "claim_questions" else None
+            self.decoding = self.decoding or self.client.settings.decoding(spec.top_logprobs if spec else None)
         if not self.model:
             raise ValueError("the engine needs the pinned model id (or a client)")
         self._client_lock = asyncio.Lock()

@@ -56,7 +56,8 @@ class JudgeSession:
 
     # -- identity -------------------------------------------------------------------------
     def decoding(self) -> dict[str, Any]:
-        return self.settings.decoding()
+        spec = self.rubric.claim_questions if self.rubric.protocol == "claim_questions" else None
+        return self.settings.decoding(spec.top_logprobs if spec else None)
 
     @property
     def identity(self) -> JudgeIdentity:

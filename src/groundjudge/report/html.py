@@ -24,10 +24,16 @@ VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupport
 
 
 def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """Split the answer into segments, marking each claim found verbatim (case-insensitive)."""
+    """Split the answer into segments, marking each claim: at its span where the judge split the
+    answer itself (claim_check), else where its text is found verbatim (case-insensitive)."""
     marks: list[tuple[int, int, str]] = []
     low = answer.casefold()
     for claim in claims:
+        if claim.get("start") is not None and claim.get("end") is not None:
+            s, e = claim["start"], claim["end"]
+            if 0 <= s < e <= len(answer) and not any(a < e and s < b for a, b, _ in marks):
+                marks.append((s, e, VERDICT_CLASS.get(claim["verdict"], "bad")))
+            continue
         text = claim["claim"].strip().rstrip(".")
         start = low.find(text.casefold()) if text else -1
         if start >= 0 and not any(s < start + len(text) and start < e for s, e, _ in marks):
