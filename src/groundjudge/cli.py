@@ -246,7 +246,9 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
 
 
 def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+    from groundjudge.report.numbers import number
+
+    return number(value, 3)
 
 
 @main.command()

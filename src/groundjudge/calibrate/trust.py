@@ -73,4 +73,4 @@ def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequen
 
 
 def _f(value: float | None) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
+    return "undefined" if value is None else f"{value:.3f}"  # kappa: undefined, not missing

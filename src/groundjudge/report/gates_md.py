@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _value(v: float | None) -> str:
-    return "–" if v is None else (f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}")
+from groundjudge.report.numbers import number as _value
 
 
 def render_gates_markdown(gates: dict[str, Any]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.report.numbers import summary
+
 README_TRUST = "README, section \"Calibration: when may judge scores gate?\""
 
 
@@ -21,8 +23,8 @@ def trust_lines(doc: dict[str, Any]) -> list[str]:
     return [head, ""] + [f"- `{m}`: {t['reason']}" for m, t in trust.items()] + [""]
 
 
-def _fmt(summary: dict[str, Any]) -> str:
-    return "–" if summary["value"] is None else f"{summary['value']:.3f} (n={summary['n']})"
+def _fmt(value: dict[str, Any]) -> str:
+    return summary(value, 3)
 
 
 def render_judge_markdown(doc: dict[str, Any]) -> str:

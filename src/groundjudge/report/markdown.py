@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.report.numbers import number, summary
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 
 HEADLINE = (
@@ -16,16 +17,12 @@ HEADLINE = (
 TAG_METRICS = ("recall@5", "mrr@10", "context_recall", "behavior_correct", "must_contain")
 
 
-def fmt(summary: dict[str, Any] | None) -> str:
-    if not summary or summary["value"] is None:
-        return "–" if not summary else f"null (n={summary['n']})"
-    value = summary["value"]
-    text = f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
-    return f"{text} (n={summary['n']})"
+def fmt(value: dict[str, Any] | None) -> str:
+    return summary(value)
 
 
 def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+    return number(value, 3)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -1,0 +1,219 @@
+"""Judge agreement with people on real RAG answers: grounded_answer v1 vs claim_check v1.
+
+    .venv/bin/python benchmarks/judge_agreement.py [--n 120] [--seed 20261122] [--all]
+        [--rubrics claim_check,grounded_answer] [--cache-dir cache] [--judge-base-url URL --judge-model ID]
+
+Data: ../shared/data/rag-faithfulness-dev (RAGTruth QA, 378 answers from six LLMs, human
+hallucination labels; never copied into the package). The sample is seeded and stratified:
+half faithful, half not, spread evenly over the six generating models. Every rubric judges the
+same answers with the same judge (the embedded one unless a base URL is given), through the
+groundjudge engine and cache, so a killed run resumes and a finished one re-reports for free.
+
+Per rubric it prints: kappa of the judge's `faithful` against the people's, with a seeded
+bootstrap 95% CI; balanced accuracy; AUROC of the judge's support score for telling faithful
+from unfaithful answers (claim_check: the lowest claim support; grounded_answer: the share of
+supported claims); kappa at a threshold chosen by 2-fold cross-fitting (each half's threshold is
+chosen on the other half, so no item scores the threshold it chose); seconds per judged answer
+(only answers that needed calls, wall time inside the engine) and requests per answer.
+Per-answer results go to benchmarks/results/judge_agreement_<rubric>.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from groundjudge import api
+from groundjudge.calibrate.agreement import agreement
+from groundjudge.calibrate.verdicts import load_labels
+from groundjudge.judge.run import judge_selected
+from groundjudge.load.dataset import load_dataset
+from groundjudge.metrics.evaluate import evaluate_dataset
+from groundjudge.progress import JudgeProgress
+from groundjudge.select import select_cases
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "rag-faithfulness-dev"
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def sample(keys: list[tuple[str, str]], faithful: dict[tuple[str, str], bool], n: int, seed: int) -> list:
+    """n answers, half faithful and half not, round-robin over the generating models."""
+    rng = random.Random(seed)
+    chosen = []
+    for want in (True, False):
+        by_model: dict[str, list] = {}
+        for key in sorted(keys):
+            if faithful[key] is want:
+                by_model.setdefault(key[1], []).append(key)
+        for pool in by_model.values():
+            rng.shuffle(pool)
+        taken, models = [], sorted(by_model)
+        while len(taken) < n // 2 and any(by_model.values()):
+            for model in models:
+                if by_model[model] and len(taken) < n // 2:
+                    taken.append(by_model[model].pop())
+        chosen += taken
+    return sorted(chosen)
+
+
+def auroc(scores: list[float], positive: list[bool]) -> float | None:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    pos = [s for s, p in zip(scores, positive) if p]
+    neg = [s for s, p in zip(scores, positive) if not p]
+    if not pos or not neg:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def balanced_accuracy(pred: list[bool], truth: list[bool]) -> float | None:
+    rates = []
+    for cls in (True, False):
+        idx = [i for i, t in enumerate(truth) if t is cls]
+        if idx:
+            rates.append(sum(pred[i] == cls for i in idx) / len(idx))
+    return sum(rates) / len(rates) if rates else None
+
+
+def cross_fitted(scores: list[float], truth: list[bool], seed: int) -> tuple[list[bool], list[float]]:
+    """Out-of-fold predictions: each half is cut at the threshold that maximises kappa on the other."""
+    from groundjudge.calibrate.agreement import kappa
+
+    idx = list(range(len(scores)))
+    random.Random(seed).shuffle(idx)
+    folds = [idx[::2], idx[1::2]]
+    pred = [False] * len(scores)
+    cuts = []
+    for k in (0, 1):
+        fit, apply = folds[1 - k], folds[k]
+        candidates = sorted({scores[i] for i in fit})
+        best = max(candidates, key=lambda c: (kappa([scores[i] >= c for i in fit], [truth[i] for i in fit],
+                                                    [True, False]) or -1.0, -abs(c - 0.5)))
+        cuts.append(best)
+        for i in apply:
+            pred[i] = scores[i] >= best
+    return pred, cuts
+
+
+def judge_rubric(rubric_id: str, keys: list, dataset, metrics, args) -> list[dict]:
+    flags = {"judge.rubric": rubric_id, "cache.dir": args.cache_dir, "judge.base_url": args.judge_base_url,
+             "judge.model": args.judge_model}
+    config = api.resolve_config(None, flags, environ={})
+    wanted = set(keys)
+    selections = [s for s in select_cases(dataset, metrics) if (s.case_id, s.config_id) in wanted]
+    missing = wanted - {(s.case_id, s.config_id) for s in selections if s.judge}
+    if missing:
+        print(f"{rubric_id}: {len(missing)} sampled answers are not judgeable: {sorted(missing)[:5]}", file=sys.stderr)
+    with api.open_judge(config) as session, JudgeProgress(False) as progress:
+        started = time.monotonic()
+        results, totals = judge_selected(session, selections, progress)
+        wall = time.monotonic() - started
+    rows = []
+    for r in results:
+        value = r.criteria.get("faithful")
+        if rubric_id == "claim_check":
+            score = value.confidence if value and value.confidence is not None else (
+                1.0 if value and value.label else 0.0)
+        else:
+            score = value.value if value and value.value is not None else (1.0 if value and value.label else 0.0)
+        rows.append({"query_id": r.case_id, "config_id": r.config_id, "status": r.status, "reason": r.reason,
+                     "source": r.source, "label": None if value is None else value.label, "score": score,
+                     "claims": len(r.claims), "requests": r.usage.requests, "seconds": r.seconds,
+                     "supports": [c.confidence for c in r.claims]})
+    print(f"{rubric_id}: {len(results)} answers in {wall:.0f}s wall, {totals.usage.requests} requests, "
+          f"{totals.cache_hits} from cache", file=sys.stderr)
+    return rows
+
+
+def summarise(rubric_id: str, rows: list[dict], human: dict, seed: int) -> dict:
+    judged = [r for r in rows if r["status"] == "judged" and r["label"] is not None]
+    truth = [human[(r["query_id"], r["config_id"])] for r in judged]
+    pred = [bool(r["label"]) for r in judged]
+    ag = agreement(pred, truth, [f"{r['config_id']}/{r['query_id']}" for r in judged], [True, False], ordinal=False,
+                   seed=seed, reps=2000)
+    scores = [float(r["score"]) for r in judged]
+    fitted, cuts = cross_fitted(scores, truth, seed)
+    ag_cf = agreement(fitted, truth, [str(i) for i in range(len(truth))], [True, False], ordinal=False, seed=seed,
+                      reps=2000)
+    fresh = [r for r in rows if r["source"] == "call" and r["status"] == "judged"]
+    return {
+        "rubric": rubric_id, "answers": len(rows), "judged": len(judged),
+        "judge_error": sum(r["status"] == "judge_error" for r in rows),
+        "kappa": ag.kappa, "ci": [ag.ci_low, ag.ci_high], "observed": ag.observed,
+        "balanced_accuracy": balanced_accuracy(pred, truth),
+        "auroc": auroc(scores, truth),
+        "kappa_cross_fitted": ag_cf.kappa, "ci_cross_fitted": [ag_cf.ci_low, ag_cf.ci_high], "cuts": cuts,
+        "balanced_accuracy_cross_fitted": balanced_accuracy(fitted, truth),
+        "seconds_per_answer": statistics.mean(r["seconds"] for r in fresh) if fresh else None,
+        "timed_answers": len(fresh),
+        "requests_per_answer": statistics.mean(r["requests"] for r in fresh) if fresh else None,
+        "claims_per_answer": statistics.mean(r["claims"] for r in judged) if judged else None,
+    }
+
+
+def _f(v, digits=3):
+    return "–" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=120)
+    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--rubrics", default="claim_check,grounded_answer")
+    parser.add_argument("--all", action="store_true", help="then claim_check on all 378 answers")
+    parser.add_argument("--cache-dir", type=Path, default=REPO / "cache")
+    parser.add_argument("--judge-base-url")
+    parser.add_argument("--judge-model")
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args(argv)
+
+    dataset = load_dataset(args.data / "golden.jsonl", sorted((args.data / "traces").glob("*.jsonl")),
+                           args.data / "corpus.jsonl")
+    metrics = evaluate_dataset(dataset, api.metric_settings(api.resolve_config(None, {}, environ={})))
+    labels = load_labels([args.data / "labels" / "annotators.jsonl"], ["faithful"])["annotators"]
+    human = {(q, c): v.labels["faithful"] for (q, c), v in labels.items() if v.labels["faithful"] is not None}
+    keys = sample(list(human), human, args.n, args.seed)
+    print(f"sample: {len(keys)} answers ({sum(human[k] for k in keys)} faithful), seed {args.seed}, "
+          f"models {sorted({k[1] for k in keys})}", file=sys.stderr)
+    RESULTS.mkdir(exist_ok=True)
+    summaries = []
+    runs = [(r, keys) for r in args.rubrics.split(",")]
+    if args.all:
+        runs.append(("claim_check", sorted(human)))
+    for rubric_id, chosen in runs:
+        rows = judge_rubric(rubric_id, chosen, dataset, metrics, args)
+        tag = rubric_id if chosen is keys else f"{rubric_id}_all"
+        with (RESULTS / f"judge_agreement_{tag}.jsonl").open("w") as out:
+            for r in rows:
+                out.write(json.dumps({**r, "human_faithful": human[(r["query_id"], r["config_id"])]}) + "\n")
+        summary = summarise(rubric_id, rows, human, args.seed)
+        summary["set"] = f"sample of {len(keys)} (seed {args.seed})" if chosen is keys else f"all {len(chosen)}"
+        summaries.append(summary)
+        print(json.dumps(summary), file=sys.stderr)
+    (RESULTS / "judge_agreement.json").write_text(json.dumps(summaries, indent=2) + "\n")
+    cols = ["set", "answers", "judged", "judge_error", "kappa", "ci", "balanced_accuracy", "auroc",
+            "kappa_cross_fitted", "ci_cross_fitted", "seconds_per_answer", "timed_answers", "requests_per_answer",
+            "claims_per_answer"]
+    print("| rubric | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for s in summaries:
+        cells = [(f"[{_f(s[c][0])}, {_f(s[c][1])}]" if c.startswith("ci") else _f(s[c])) for c in cols]
+        print(f"| {s['rubric']} | " + " | ".join(cells) + " |")
+    base = next((s for s in summaries if s["rubric"] == "grounded_answer"), None)
+    new = next((s for s in summaries if s["rubric"] == "claim_check" and s["set"].startswith("sample")), None)
+    if base and new and base["seconds_per_answer"] and new["seconds_per_answer"]:
+        print(f"claim_check is {base['seconds_per_answer'] / new['seconds_per_answer']:.2f}x faster per answer "
+              f"than grounded_answer v1 on the same answers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
