@@ -18,6 +18,7 @@ from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.report import charts
 from groundjudge.report.judge_section import README_TRUST
+from groundjudge.report.numbers import number
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 
 VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad"}
@@ -142,6 +143,7 @@ def _trust_short(doc: dict[str, Any]) -> str:
 
 def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = number
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
     cases = _case_views(doc, dataset)
