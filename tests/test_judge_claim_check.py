@@ -134,13 +134,17 @@ def test_the_shared_prefix_is_byte_identical_and_the_claim_comes_last(tmp_path: 
     with ScriptedOpenAIServer(judge_script({})) as srv:
         run(srv, [item(ANSWER, expected=None)], tmp_path)
         claim_bodies = [r.body for r in srv.requests[:3]]
+    from groundjudge.judge.claim_check import plan_case
+
     users = [b["messages"][-1]["content"] for b in claim_bodies]
     systems = {b["messages"][0]["content"] for b in claim_bodies}
     assert len(systems) == 1
-    shared = users[0][: users[0].index("STATEMENT")]
+    plan = plan_case(RUBRIC, item(ANSWER, expected=None))
+    shared = plan.shared_prefix
     assert all(u.startswith(shared) for u in users) and len(set(users)) == 3
-    assert all(c in shared for _, c in CONTEXTS) and "How much leave" in shared
-    assert all(u[len(shared):].count("DATA>>>") == 1 for u in users)  # only the claim follows
+    assert all(c in shared for _, c in CONTEXTS) and "How much leave" in shared and "Answer Yes or No" in shared
+    # after the shared part comes only the claim, in its data block
+    assert [u[len(shared):] for u in users] == [SPEC.render("claim", claim=s.text) for s in plan.sentences]
     assert all(b["max_tokens"] == 1 and b["logprobs"] is True for b in claim_bodies)
 
 
