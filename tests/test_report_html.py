@@ -116,3 +116,19 @@ def test_example_report_renders_with_no_console_errors_and_a_screenshot(example_
     dom = chromium("--dump-dom", example_html.as_uri()).stdout
     assert 'data-report-ready="1"' in dom and dom.count('<details class="case"') == 102
     assert dom.count("<svg") >= 4  # per-tag bars and metric deltas
+
+
+def test_claims_are_highlighted_at_their_spans_with_their_support():
+    from groundjudge.report.html import highlight
+
+    answer = "Staff get 18 days. Part-timers get 30 days [c#2]. Hope this helps!"
+    claims = [{"claim": "Staff get 18 days.", "verdict": "supported", "confidence": 0.91, "start": 0, "end": 18},
+              {"claim": "Part-timers get 30 days.", "verdict": "unsupported", "confidence": 0.12, "start": 19,
+               "end": 49},
+              {"claim": "hope this helps", "verdict": "supported"}]  # no span: found by text
+    segments = highlight(answer, claims)
+    marked = [(text, cls, tip) for text, cls, tip in segments if cls]
+    assert marked == [("Staff get 18 days.", "ok", "supported, support 0.91"),
+                      ("Part-timers get 30 days [c#2].", "bad", "unsupported, support 0.12"),
+                      ("Hope this helps", "ok", "supported")]
+    assert "".join(text for text, _, _ in segments) == answer

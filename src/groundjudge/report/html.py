@@ -24,26 +24,30 @@ from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad"}
 
 
-def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """Split the answer into segments, marking each claim: at its span where the judge split the
-    answer itself (claim_check), else where its text is found verbatim (case-insensitive)."""
-    marks: list[tuple[int, int, str]] = []
+def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+    """Split the answer into segments ``(text, verdict class, tooltip)``, marking each claim: at
+    its span where the judge split the answer itself (claim_check), else where its text is found
+    verbatim (case-insensitive). The tooltip names the verdict and, where known, its support."""
+    marks: list[tuple[int, int, str, str]] = []
     low = answer.casefold()
     for claim in claims:
+        tip = claim["verdict"].replace("_", " ")
+        if claim.get("confidence") is not None:
+            tip += f", support {claim['confidence']:.2f}"
         if claim.get("start") is not None and claim.get("end") is not None:
             s, e = claim["start"], claim["end"]
-            if 0 <= s < e <= len(answer) and not any(a < e and s < b for a, b, _ in marks):
-                marks.append((s, e, VERDICT_CLASS.get(claim["verdict"], "bad")))
-            continue
-        text = claim["claim"].strip().rstrip(".")
-        start = low.find(text.casefold()) if text else -1
-        if start >= 0 and not any(s < start + len(text) and start < e for s, e, _ in marks):
-            marks.append((start, start + len(text), VERDICT_CLASS.get(claim["verdict"], "bad")))
-    segments, pos = [], 0
-    for s, e, cls in sorted(marks):
-        segments += [(answer[pos:s], None), (answer[s:e], cls)]
+        else:
+            text = claim["claim"].strip().rstrip(".")
+            s = low.find(text.casefold()) if text else -1
+            e = s + len(text)
+        if 0 <= s < e <= len(answer) and not any(a < e and s < b for a, b, _, _ in marks):
+            marks.append((s, e, VERDICT_CLASS.get(claim["verdict"], "bad"), tip))
+    segments: list[tuple[str, str | None, str]] = []
+    pos = 0
+    for s, e, cls, tip in sorted(marks):
+        segments += [(answer[pos:s], None, ""), (answer[s:e], cls, tip)]
         pos = e
-    segments.append((answer[pos:], None))
+    segments.append((answer[pos:], None, ""))
     return [seg for seg in segments if seg[0]]
 
 
