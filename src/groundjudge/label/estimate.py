@@ -144,25 +144,24 @@ def estimate_kappa(items: Sequence[WeightedItem], size: int, agree: np.ndarray,
                          weighted, population, per_batch)
 
 
-def expected_half_width(current: KappaEstimate | None, labelled_counts: dict[int, int],
+def expected_half_width(current: KappaEstimate | None, precisions: dict[int, float], new_precision: float,
                         planned_pi: Sequence[float], planned_z2: Sequence[float],
                         population: float) -> float | None:
     """95% CI half-width expected once a planned batch is labelled.
 
-    ``labelled_counts``: each past batch's labelled count (the batch mix is re-weighted with the
-    new batch's size). ``planned_pi`` and ``planned_z2``: for every item of the new batch's pool,
-    its inclusion probability and E[z_i^2] under the current model of what the human will say
-    (the Poisson-design variance of the new batch is sum((1 - pi) / pi * E[z^2]) over the pool).
+    ``precisions``: each past batch's unnormalised mixing weight; ``new_precision`` the new
+    batch's (the mix is re-normalised with it). ``planned_pi`` and ``planned_z2``: for every item
+    of the new batch's pool, its inclusion probability and E[z_i^2] under the current model of
+    what the human will say (the Poisson-design variance of the new batch's total is
+    sum((1 - pi) / pi * E[z^2]) over the pool).
     """
-    new_size = float(sum(planned_pi))
-    sizes = {**labelled_counts, -1: new_size}
-    total = sum(sizes.values())
+    total = sum(precisions.values()) + new_precision
     if total <= 0 or population <= 0:
         return None
     variance = 0.0
     if current is not None:
         for b, v in current.batch_variance.items():
-            variance += (sizes.get(b, 0) / total) ** 2 * v
+            variance += (precisions.get(b, 0.0) / total) ** 2 * v
     new = sum((1.0 - pi) / pi * z2 for pi, z2 in zip(planned_pi, planned_z2) if pi > 0)
-    variance += (new_size / total) ** 2 * new
+    variance += (new_precision / total) ** 2 * new
     return Z95 * math.sqrt(max(variance, 0.0)) / population

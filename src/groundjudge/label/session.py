@@ -4,7 +4,8 @@ agreement so far, and the next batch.
 Weights (see ``estimate``): batch t, drawn after the rater's first ``labelled_before`` labels,
 has ``m_t`` of its ``n_t`` picks labelled. Picks are shown in a random order and labelled in
 that order, so the labelled ones are a random subsample: their inclusion probability is
-``pi * m_t / n_t``. Mixing weights ``lambda_t = m_t / sum(m)``. An item's weight is
+``pi * m_t / n_t``. Mixing weights ``lambda_t`` proportional to ``m_t / pool_t^2`` (see
+``design_weights``). An item's weight is
 ``sum(lambda_t over batches drawn after it was labelled) + lambda_b / pi'`` for the batch b
 that picked it. Labels with no batch behind them and given before the first batch weigh 1 in
 every batch's estimate (they are known, not estimated); labels given outside any batch after
@@ -108,13 +109,17 @@ def design_weights(session: LabelSession) -> tuple[dict[Key, WeightedItem], dict
     counts: dict[int, int] = {}
     for b in session.batches:
         counts[b.batch] = sum(1 for q, c, _, _ in b.picks if (q, c) in labelled)
+    # Mixing weights: inverse-variance-like, known before any label of the batch is seen. A
+    # batch's estimate of the rest of the pool has variance ~ pool^2 / labelled, so later batches
+    # (smaller pools) count for more; with one batch this is just lambda = 1.
+    precision = {b.batch: batch_precision(b, counts[b.batch]) for b in session.batches}
     total = sum(counts.values())
     if total == 0:
         # batches drawn, none labelled yet: the pre-batch labels are all there is
         first = session.batches[0].labelled_before
         known = {k for k in labelled_keys[:first] if k in labelled}
         return {k: WeightedItem(-1, -1, 1.0) for k in known}, None
-    lambdas = {b: m / total for b, m in counts.items()}
+    lambdas = {b: p / sum(precision.values()) for b, p in precision.items()}
     weights: dict[Key, float] = {}
     design: dict[Key, tuple[int, float]] = {}
     for b in session.batches:
@@ -259,13 +264,19 @@ def draw_batch(session: LabelSession, *, strategy: str, size: int, double_share:
     return record
 
 
+def batch_precision(batch: BatchRecord, labelled: int) -> float:
+    """A batch's unnormalised mixing weight: labelled count / pool size squared."""
+    return labelled / max(len(batch.pool), 1) ** 2
+
+
 def expected_after(session: LabelSession, batch: BatchRecord, current: dict[str, KappaEstimate]
                    ) -> dict[str, float | None]:
     """Expected 95% CI half-width per criterion once ``batch`` is fully labelled."""
-    labelled = {k for k in session.labelled}
-    counts = {b.batch: sum(1 for q, c, _, _ in b.picks if (q, c) in labelled)
-              for b in session.batches if b.batch != batch.batch}
-    out = {}
+    labelled = set(session.labelled)
+    precisions = {b.batch: batch_precision(b, sum(1 for q, c, _, _ in b.picks if (q, c) in labelled))
+                  for b in session.batches if b.batch != batch.batch}
+    new_precision = batch_precision(batch, len(batch.picks))
+    out: dict[str, float | None] = {}
     for criterion in CRITERIA:
         population = float(sum(1 for item in session.judged.values() if item.labels.get(criterion) is not None))
         keys = [(q, c) for q, c, _, _ in batch.pool]
@@ -275,6 +286,6 @@ def expected_after(session: LabelSession, batch: BatchRecord, current: dict[str,
             out[criterion] = None
             continue
         est = current.get(criterion)
-        out[criterion] = expected_half_width(est if est is not None and est.weighted else None, counts,
-                                             [pi for _, _, pi, _ in batch.pool], z2, population)
+        out[criterion] = expected_half_width(est if est is not None and est.weighted else None, precisions,
+                                             new_precision, [pi for _, _, pi, _ in batch.pool], z2, population)
     return out
