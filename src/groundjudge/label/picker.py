@@ -38,7 +38,7 @@ def capped_probabilities(scores: Sequence[float], n: int) -> np.ndarray:
         free = ~certain
         pi[free] = rest * s[free] / s[free].sum()
         pi[certain] = 1.0
-        over = free & (pi >= 1.0)
+        over = free & (pi >= 1.0 - 1e-9)  # float noise: a share of 0.9999999999 is a certain item
         if not over.any():
             return pi
         certain |= over

@@ -26,6 +26,7 @@ from groundjudge.load.errors import InputError, InputProblem
 from groundjudge.load.records import read_records
 
 SIDECAR_SUFFIX = ".selection"
+_LINE_BREAKS = "\u2028\u2029\x85"  # left raw by json.dumps(ensure_ascii=False)
 
 
 def sidecar_path(labels_path: Path) -> Path:
@@ -35,6 +36,8 @@ def sidecar_path(labels_path: Path) -> Path:
 def append_line(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON object as one line, atomically and durably (see the module docstring)."""
     line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+    for char in _LINE_BREAKS:  # str.splitlines() (the JSONL readers) would split a line on these
+        line = line.replace(char, f"\\u{ord(char):04x}")
     if "\n" in line:
         raise ValueError("a record must serialise to one line")
     path.parent.mkdir(parents=True, exist_ok=True)
