@@ -399,10 +399,6 @@ def schema(name: str) -> None:
     click.echo(json.dumps(CONTRACTS[name].model_json_schema(), indent=2))
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
-
-
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
 @click.option("--rater", required=True, help="Your name as it goes into the labels file.")
@@ -449,3 +445,7 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
     if serve and plan.batch is not None:
         serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
                    ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -132,6 +132,8 @@ class LabelHandler(BaseHTTPRequestHandler):
         if url.path == "/":
             html = app.page.render(rater=app.session.rater, token=app.token)
             return self._send(HTTPStatus.OK, html.encode("utf-8"), "text/html; charset=utf-8")
+        if url.path == "/favicon.ico":
+            return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
         if url.path.startswith("/static/") and url.path[len("/static/"):] in STATIC:
             name = url.path[len("/static/"):]
             return self._send(HTTPStatus.OK, _asset(name).encode("utf-8"), STATIC[name])

@@ -8,10 +8,18 @@ let claimVerdicts = []; // per claim: true, false or null
 let cursor = 0;        // selected claim
 let revealed = false;  // the judge's verdict is shown (the item is saved)
 
+// Bidi embedding, override and isolate controls would reorder what the rater reads (text that
+// displays differently from what it says): show them as visible code points instead.
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+
+function shown(text) {
+  return String(text).replace(BIDI_CONTROLS, (c) => "[U+" + c.codePointAt(0).toString(16).toUpperCase() + "]");
+}
+
 function el(tag, cls, text) {
   const node = document.createElement(tag);
   if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = shown(text);
   return node;
 }
 
@@ -39,11 +47,11 @@ function renderProgress() {
 function chunkAnchor(index) { return "chunk-" + index; }
 
 function renderItem(item) {
-  document.getElementById("item-id").textContent = item.config_id + " / " + item.query_id;
-  document.getElementById("question").textContent = item.question;
+  document.getElementById("item-id").textContent = shown(item.config_id + " / " + item.query_id);
+  document.getElementById("question").textContent = shown(item.question);
   const hasExpected = item.expected_answer !== null && item.expected_answer !== undefined;
   show("expected-box", hasExpected);
-  document.getElementById("expected").textContent = hasExpected ? item.expected_answer : "";
+  document.getElementById("expected").textContent = hasExpected ? shown(item.expected_answer) : "";
   const index = new Map(item.chunks.map((c, i) => [c.id, i]));
 
   const chunks = document.getElementById("chunks");
@@ -188,7 +196,7 @@ function renderReveal(judge) {
   let summary = "faithful: " + word(l.faithful) + ", correct: " + word(l.correct) +
     ", citations supported: " + word(l.citations_supported);
   if (judge.confidence !== null) summary += " (confidence " + judge.confidence.toFixed(2) + ", from " + judge.confidence_source + ")";
-  document.getElementById("judge-summary").textContent = summary;
+  document.getElementById("judge-summary").textContent = shown(summary);
   const list = document.getElementById("judge-claims");
   clear(list);
   judge.claims.forEach((c) => {
