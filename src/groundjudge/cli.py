@@ -442,6 +442,7 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
                       _num(est.kappa), f"[{_num(est.ci_low)}, {_num(est.ci_high)}]", _num(est.half_width),
                       _num(expected))
     Console(highlight=False).print(table)
+    click.echo(plan.expected_note)
     if serve and plan.batch is not None:
         serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
                    ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from groundjudge.label.estimate import KappaEstimate
 from groundjudge.label.run_source import read_run
-from groundjudge.label.session import (LabelSession, agreement_estimates, draw_batch, expected_after,
-                                       open_session)
+from groundjudge.label.session import (PRIOR_AGREEMENT, LabelSession, agreement_estimates, draw_batch,
+                                       expected_after, open_session)
 from groundjudge.label.store import BatchRecord
 from groundjudge.load.errors import InputError
 
@@ -23,6 +23,7 @@ class LabelPlan:
     current: dict[str, KappaEstimate]
     expected_half_width: dict[str, float | None]
     confidence_note: str
+    expected_note: str
     doubles: int  # items of the batch that another rater labelled
 
 
@@ -62,4 +63,7 @@ def prepare_batch(run_dir: Path, rater: str, *, labels_path: Path | None = None,
         batch = draw_batch(session, strategy=strategy, size=size, double_share=double_share, seed=seed)
     expected = expected_after(session, batch, current) if batch is not None else {c: None for c in current}
     doubles = sum(1 for *_, d in batch.picks if d) if batch is not None else 0
-    return LabelPlan(session, batch, resumed, current, expected, confidence_note(session), doubles)
+    expected_note = ("expected half-width: design variance of the batch under the current estimate"
+                     + ("" if session.labelled else f" (before any label: {PRIOR_AGREEMENT:.0%} judge-human "
+                                                    "agreement assumed)"))
+    return LabelPlan(session, batch, resumed, current, expected, confidence_note(session), expected_note, doubles)

@@ -176,7 +176,9 @@ def _shares(session: LabelSession, criterion: str, estimate_items: list[Weighted
     prior = np.array([[PRIOR_AGREEMENT if j == k else (1 - PRIOR_AGREEMENT) / max(size - 1, 1)
                        for k in range(size)] for j in range(size)]) * rows[:, None]
     if matrix.sum() > 0:
-        conditional = (matrix + prior) / (matrix + prior).sum(axis=1, keepdims=True)
+        counts = matrix + prior
+        sums = counts.sum(axis=1, keepdims=True)
+        conditional = np.divide(counts, sums, out=np.full_like(counts, 1.0 / size), where=sums > 0)
         shares = conditional * rows[:, None]
     else:
         shares = prior
