@@ -132,3 +132,17 @@ def test_a_pending_batch_blocks_a_new_draw_and_doubles_come_from_other_raters():
     session.batches.append(batch)
     with pytest.raises(ValueError, match="not finished"):
         plan_next_batch(session, strategy="random", size=10, double_share=0.2, seed=1)
+
+
+def test_uncertain_gives_low_confidence_verdicts_more_weight_in_a_session():
+    session = example_session(True)
+    fresh, _ = pool_items(session)
+    pi = stratum_probabilities(fresh, 10, "uncertain")
+    for verdict in (True, False):
+        same = [(session.judged[p.key].confidence, q) for p, q in zip(fresh, pi)
+                if session.judged[p.key].labels["faithful"] is verdict]
+        same.sort()
+        assert same[0][1] > same[-1][1]  # least confident verdict > most confident one
+        confidences = np.array([c for c, _ in same])
+        probabilities = np.array([q for _, q in same])
+        assert np.corrcoef(confidences, probabilities)[0, 1] < -0.9

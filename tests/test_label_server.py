@@ -155,3 +155,19 @@ def test_hostile_text_travels_as_json_data(server):
     hostile = [i for i in seen if i["query_id"] == "h1"]
     if hostile:  # the random batch of 4 may leave it out
         assert HOSTILE in hostile[0]["question"] and HOSTILE in hostile[0]["chunks"][0]["text"]
+
+
+def test_the_server_stops_by_itself_when_idle(run_dir, tmp_path):
+    from groundjudge.label.server import serve
+
+    plan = prepare_batch(run_dir, "idle", labels_path=tmp_path / "idle.jsonl", strategy="random", size=2, seed=0)
+    urls: list[str] = []
+    thread = threading.Thread(target=serve, args=(LabelApp(plan.session),),
+                              kwargs={"idle_seconds": 1.0, "ready": urls.append}, daemon=True)
+    thread.start()
+    thread.join(timeout=15)
+    assert urls and urls[0].startswith("http://127.0.0.1:")
+    assert not thread.is_alive()
+    port = int(urls[0].rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(OSError):
+        http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/")

@@ -446,6 +446,7 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
     if serve and plan.batch is not None:
         serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
                    ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))
+        click.echo("labelling page stopped; every label given is in " + str(s.labels_path), err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -198,6 +198,8 @@ def serve(app: LabelApp, port: int = 0, *, idle_seconds: float = 3600.0, ready: 
             ready(server.url)
         while time.monotonic() - app.last_request < idle_seconds:
             time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: every label given is already on disk
     finally:
         server.shutdown()
         server.server_close()
