@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+(?=\S)|\n{1,}")
-_MARKER = re.compile(r"\[([^\[\]\n]{1,200})\]")
+_MARKER = re.compile(r"[ \t]*\[([^\[\]\n]{1,200})\]")
 
 
 def split_answer(answer: str, chunk_ids: list[str]) -> list[dict[str, Any]]:
