@@ -141,20 +141,11 @@ def design_weights(session: LabelSession) -> tuple[dict[Key, WeightedItem], dict
 def agreement_estimates(session: LabelSession) -> dict[str, KappaEstimate]:
     """Judge-vs-this-rater kappa per criterion, weighted by inverse inclusion probability."""
     weights, lambdas = design_weights(session)
-    labelled = session.labelled
     out = {}
     for criterion in CRITERIA:
-        scale = criterion_labels(criterion)
-        items = []
-        for key, w in weights.items():
-            judge = session.judged[key].labels.get(criterion)
-            human = getattr(labelled[key], criterion)
-            if judge is None or human is None or judge not in scale or human not in scale:
-                continue
-            items.append(WeightedItem(scale.index(judge), scale.index(human), w.weight, w.batch, w.pi))
-        lam = None if lambdas is None else lambdas
-        out[criterion] = estimate_kappa(items, len(scale), agreement_weights(len(scale), criterion_weighting(criterion)),
-                                        lam)
+        size = len(criterion_labels(criterion))
+        out[criterion] = estimate_kappa(_weighted_items(session, criterion, weights), size,
+                                        agreement_weights(size, criterion_weighting(criterion)), lambdas)
     return out
 
 
@@ -185,16 +176,20 @@ def _shares(session: LabelSession, criterion: str, estimate_items: list[Weighted
     return shares / shares.sum()
 
 
-def _weighted_items(session: LabelSession, criterion: str) -> list[WeightedItem]:
-    weights, _ = design_weights(session)
+def _weighted_items(session: LabelSession, criterion: str,
+                    weights: dict[Key, WeightedItem] | None = None) -> list[WeightedItem]:
+    """The labelled items where both the judge and the rater gave ``criterion`` a label on its scale."""
+    if weights is None:
+        weights, _ = design_weights(session)
     labelled = session.labelled
     scale = criterion_labels(criterion)
     out = []
     for key, w in weights.items():
         judge = session.judged[key].labels.get(criterion)
         human = getattr(labelled[key], criterion)
-        if judge in scale and human in scale and judge is not None and human is not None:
-            out.append(WeightedItem(scale.index(judge), scale.index(human), w.weight, w.batch, w.pi))
+        if judge is None or human is None or judge not in scale or human not in scale:
+            continue
+        out.append(WeightedItem(scale.index(judge), scale.index(human), w.weight, w.batch, w.pi))
     return out
 
 
