@@ -119,3 +119,37 @@ def test_expected_ci_after_a_batch_is_narrower_than_now():
     assert now["faithful"].half_width is not None and after["faithful"] is not None
     assert after["faithful"] < now["faithful"].half_width
     assert after["citations_supported"] is None  # the judge gave no such labels
+
+
+def test_hand_labels_chosen_badly_before_the_first_batch_do_not_bias_it():
+    """Labels typed by hand for the items where the judge is wrong, then two random batches:
+    the hand labels count as known values, so the estimate stays unbiased."""
+    base = example_session(True)
+    rng = np.random.default_rng(6)
+    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
+             for k, item in base.judged.items()}
+    full = np.zeros((2, 2))
+    for k, item in base.judged.items():
+        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
+    truth = kappa_from_matrix(full, agreement_weights(2, None))
+    wrong = [k for k, item in base.judged.items() if item.labels["faithful"] != human[k]][:6]
+    assert len(wrong) == 6
+    plain, weighted = [], []
+    for rep in range(250):
+        session = example_session(True)
+        session.mine += [HumanLabel(query_id=q, config_id=c, rater="r", faithful=human[(q, c)]) for q, c in wrong]
+        for step in range(2):
+            batch = plan_next_batch(session, strategy="random", size=8, double_share=0.0, seed=rep * 10 + step)
+            session.batches.append(batch)
+            session.mine += [HumanLabel(query_id=q, config_id=c, rater="r", faithful=human[(q, c)])
+                             for q, c, _, _ in batch.picks]
+        weighted.append(agreement_estimates(session)["faithful"].kappa)
+        labelled = session.labelled
+        matrix = np.zeros((2, 2))
+        for k, label in labelled.items():
+            matrix[0 if session.judged[k].labels["faithful"] else 1, 0 if label.faithful else 1] += 1
+        plain.append(kappa_from_matrix(matrix, agreement_weights(2, None)))
+    values = np.array([v for v in weighted if v is not None])
+    se = values.std(ddof=1) / np.sqrt(len(values))
+    assert abs(values.mean() - truth) < max(0.02, 3 * se), (values.mean(), truth, se)
+    assert np.mean([v for v in plain if v is not None]) < truth - 0.15  # counting them plainly is biased

@@ -5,11 +5,10 @@ Weights (see ``estimate``): batch t, drawn after the rater's first ``labelled_be
 has ``m_t`` of its ``n_t`` picks labelled. Picks are shown in a random order and labelled in
 that order, so the labelled ones are a random subsample: their inclusion probability is
 ``pi * m_t / n_t``. Mixing weights ``lambda_t`` proportional to ``m_t / pool_t^2`` (see
-``design_weights``). An item's weight is
-``sum(lambda_t over batches drawn after it was labelled) + lambda_b / pi'`` for the batch b
-that picked it. Labels with no batch behind them and given before the first batch weigh 1 in
-every batch's estimate (they are known, not estimated); labels given outside any batch after
-the first one are left out of the weighted estimate (their selection is unknown).
+``design_weights``). An item's weight is ``sum(lambda_t over batches drawn after it was
+labelled) + lambda_b / pi'`` for the batch b that picked it. A label with no batch behind it
+(typed by hand) is known, not estimated, in every batch drawn after it; given after the last
+batch, it is left out of the weighted estimate (no design covers it).
 """
 
 from __future__ import annotations
