@@ -108,12 +108,12 @@ def test_sequential_batches_stay_unbiased():
 def test_expected_ci_after_a_batch_is_narrower_than_now():
     session = example_session(True)
     rng = np.random.default_rng(8)
-    batch = plan_next_batch(session, strategy="random", size=20, double_share=0.0, seed=1)
+    batch = plan_next_batch(session, strategy="random", size=35, double_share=0.0, seed=1)
     session.batches.append(batch)
     session.mine += [HumanLabel(query_id=q, config_id=c, rater="r", faithful=bool(rng.uniform() < 0.6))
                      for q, c, _, _ in batch.picks]
     now = agreement_estimates(session)
-    nxt = plan_next_batch(session, strategy="random", size=20, double_share=0.0, seed=2)
+    nxt = plan_next_batch(session, strategy="random", size=10, double_share=0.0, seed=2)
     session.batches.append(nxt)
     after = expected_after(session, nxt, now)
     assert now["faithful"].half_width is not None and after["faithful"] is not None
@@ -153,3 +153,12 @@ def test_hand_labels_chosen_badly_before_the_first_batch_do_not_bias_it():
     se = values.std(ddof=1) / np.sqrt(len(values))
     assert abs(values.mean() - truth) < max(0.02, 3 * se), (values.mean(), truth, se)
     assert np.mean([v for v in plain if v is not None]) < truth - 0.15  # counting them plainly is biased
+
+
+def test_no_interval_from_too_few_items_or_from_perfect_agreement_alone():
+    agree = agreement_weights(2, None)
+    few = [WeightedItem(j, k, 1.0) for j, k in [(0, 0), (1, 1), (0, 1)] * 5]
+    assert estimate_kappa(few, 2, agree, None).ci_low is None  # 15 items: no interval
+    perfect = [WeightedItem(j, j, 1.0) for j in [0, 1] * 20]
+    est = estimate_kappa(perfect, 2, agree, None)
+    assert est.kappa == 1.0 and est.ci_low is not None and est.ci_low < 0.95  # not a zero-width claim

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 Z95 = 1.959963984540054
+MIN_ITEMS_FOR_CI = 30  # below this the delta-method interval is not trusted (None, not a number)
 
 
 def agreement_weights(size: int, kind: str | None) -> np.ndarray:
@@ -129,16 +130,28 @@ def estimate_kappa(items: Sequence[WeightedItem], size: int, agree: np.ndarray,
     population = float(matrix.sum())
     value = kappa_from_matrix(matrix, agree)
     weighted = lambdas is not None
-    if value is None or n < 2:
+    if value is None or n < MIN_ITEMS_FOR_CI:
         return KappaEstimate(n, value, None, None, None, weighted, population, {})
-    z = influence([(i.first, i.second) for i in items], matrix / population, agree)
-    if z is None:
+    # Half an average item is added to every cell, both where the influence is taken and as
+    # pseudo-items in the variance: at the boundary (no disagreement seen yet) the plain delta
+    # method claims a zero-width interval, as if unseen disagreements were impossible.
+    smoothed = matrix + 0.5 * population / n
+    shares = smoothed / smoothed.sum()
+    grad = kappa_gradient(shares, agree)
+    if grad is None:
         return KappaEstimate(n, value, None, None, None, weighted, population, {})
-    per_batch = batch_variances(z, items) if weighted else {}
+    cell_z = grad - float((grad * shares).sum())
+    z = np.array([cell_z[i.first, i.second] for i in items])
     if lambdas is None:
-        variance = float((z ** 2).sum()) / (n * (n - 1))
+        coef = np.full(n, 1.0 / (n * (n - 1)))
+        per_batch: dict[int, float] = {}
     else:
-        variance = sum(lambdas[b] ** 2 * v for b, v in per_batch.items()) / population ** 2
+        coef = np.array([lambdas[i.batch] ** 2 * (1.0 - i.pi) / i.pi ** 2 / population ** 2
+                         if i.batch is not None and i.pi else 0.0 for i in items])
+        per_batch = batch_variances(z, items)
+    designed = coef[coef > 0]
+    pseudo = 0.5 * float(designed.mean()) * float((cell_z ** 2).sum()) if designed.size else 0.0
+    variance = float((coef * z ** 2).sum()) + pseudo
     se = math.sqrt(max(variance, 0.0))
     return KappaEstimate(n, value, se, max(-1.0, value - Z95 * se), min(1.0, value + Z95 * se),
                          weighted, population, per_batch)
