@@ -17,9 +17,10 @@ RANK = {
     "calibrate": 5,
     "gate": 6,
     "report": 7,
-    "progress": 8,
-    "api": 9,
-    "cli": 10,
+    "label": 8,
+    "progress": 9,
+    "api": 10,
+    "cli": 11,
 }
 
 

@@ -460,5 +460,58 @@ def schema(name: str) -> None:
     click.echo(json.dumps(input_schema(name), indent=2))
 
 
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
+@click.option("--rater", required=True, help="Your name as it goes into the labels file.")
+@click.option("--labels", "labels_path", type=click.Path(path_type=Path),
+              help="Your labels file (default calibration/labels/<rater>.jsonl); other raters' files beside it.")
+@click.option("--strategy", type=click.Choice(["random", "stratified", "uncertain"]), default="uncertain",
+              show_default=True, help="How items are weighted for picking.")
+@click.option("--batch", "size", type=click.IntRange(min=1), default=20, show_default=True, help="Items per batch.")
+@click.option("--double", "double_share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Share of the batch taken from items another rater labelled.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.option("--serve", is_flag=True, help="Serve the labelling page on 127.0.0.1 until idle.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="With --serve: port (default: a free one).")
+@click.option("--idle-minutes", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="With --serve: stop after this long without a request.")
+def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, size: int, double_share: float,
+          seed: int, serve: bool, port: int, idle_minutes: float) -> None:
+    """Pick items of a run for RATER to label (known selection probabilities), show the weighted
+    kappa CI now and expected after the batch, and with --serve label them in the browser."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundjudge.label import prepare_batch
+    from groundjudge.label.server import LabelApp
+    from groundjudge.label.server import serve as serve_page
+
+    plan = prepare_batch(run_dir, rater, labels_path=labels_path, strategy=strategy, size=size,
+                         double_share=double_share, seed=seed)
+    s = plan.session
+    if plan.batch is None:
+        click.echo(f"{rater} has labelled every judged item of this run ({len(s.labelled)}).")
+    else:
+        done, total = s.current_batch_progress()
+        how = "resumed unfinished" if plan.resumed else f"new ({plan.batch.strategy}, seed {plan.batch.seed})"
+        click.echo(f"batch {plan.batch.batch} for {rater}: {how}, {done}/{total} labelled, "
+                   f"{plan.doubles} also labelled by another rater; labels go to {s.labels_path}")
+    click.echo(plan.confidence_note)
+    table = Table(title="judge vs " + rater + " (weighted by inverse inclusion probability)")
+    for col in ("criterion", "n", "kappa", "95% CI now", "half-width now", "expected half-width after batch"):
+        table.add_column(col)
+    for criterion, est in plan.current.items():
+        expected = plan.expected_half_width.get(criterion)
+        table.add_row(criterion + ("" if est.weighted or est.n == 0 else " (unweighted)"), str(est.n),
+                      _num(est.kappa), f"[{_num(est.ci_low)}, {_num(est.ci_high)}]", _num(est.half_width),
+                      _num(expected))
+    Console(highlight=False).print(table)
+    click.echo(plan.expected_note)
+    if serve and plan.batch is not None:
+        serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
+                   ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))
+        click.echo("labelling page stopped; every label given is in " + str(s.labels_path), err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

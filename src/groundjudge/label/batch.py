@@ -1,0 +1,69 @@
+"""`groundjudge label` as a library call: open the rater's session, resume or draw a batch, and
+say what the agreement estimate is now and what it is expected to be after the batch."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from groundjudge.label.estimate import KappaEstimate
+from groundjudge.label.run_source import read_run
+from groundjudge.label.session import (PRIOR_AGREEMENT, LabelSession, agreement_estimates, draw_batch,
+                                       expected_after, open_session)
+from groundjudge.label.store import BatchRecord
+from groundjudge.errors import InputError
+
+
+@dataclass(frozen=True)
+class LabelPlan:
+    session: LabelSession
+    batch: BatchRecord | None  # None: nothing left to label
+    resumed: bool  # the rater's unfinished batch, not a new draw
+    current: dict[str, KappaEstimate]
+    expected_half_width: dict[str, float | None]
+    confidence_note: str
+    expected_note: str
+    doubles: int  # items of the batch that another rater labelled
+
+
+def default_labels_path(rater: str) -> Path:
+    return Path("calibration") / "labels" / f"{rater}.jsonl"
+
+
+def confidence_note(session: LabelSession) -> str:
+    sources = Counter(item.confidence_source for item in session.judged.values())
+    if not session.judged:
+        return "no judged items"
+    if sources.get("none", 0) == len(session.judged):
+        return ("the judge gave no confidences: `uncertain` uses the spread of its claim verdicts "
+                "and the current judge-human confusion matrix instead")
+    return "judge confidences: " + ", ".join(f"{n} from {src}" for src, n in sorted(sources.items()))
+
+
+def prepare_batch(run_dir: Path, rater: str, *, labels_path: Path | None = None, strategy: str = "uncertain",
+                  size: int = 20, double_share: float = 0.2, seed: int = 0) -> LabelPlan:
+    """Resume the rater's unfinished batch, else draw (and record) a new one."""
+    if not rater.strip():
+        raise InputError.one("command line", None, "rater", "give a non-empty --rater")
+    if size < 1:
+        raise InputError.one("command line", None, "batch", "the batch size must be at least 1")
+    if not 0.0 <= double_share <= 1.0:
+        raise InputError.one("command line", None, "double", "the double share must be in [0, 1]")
+    run = read_run(run_dir)
+    path = labels_path or default_labels_path(rater)
+    session = open_session(run, rater, path)
+    current = agreement_estimates(session)
+    resumed = bool(session.pending())
+    if resumed:
+        batch: BatchRecord | None = session.batches[-1]
+    elif len(session.labelled) >= len(session.judged):
+        batch = None
+    else:
+        batch = draw_batch(session, strategy=strategy, size=size, double_share=double_share, seed=seed)
+    expected = expected_after(session, batch, current) if batch is not None else {c: None for c in current}
+    doubles = sum(1 for *_, d in batch.picks if d) if batch is not None else 0
+    expected_note = ("expected half-width: design variance of the batch under the current estimate"
+                     + ("" if session.labelled else f" (before any label: {PRIOR_AGREEMENT:.0%} judge-human "
+                                                    "agreement assumed)"))
+    return LabelPlan(session, batch, resumed, current, expected, confidence_note(session), expected_note, doubles)

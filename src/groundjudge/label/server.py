@@ -1,0 +1,205 @@
+"""The labelling page: a small HTTP server on 127.0.0.1 (standard library only).
+
+Routes: ``GET /`` the page, ``GET /static/<file>`` its script and style, ``GET /api/state``
+the rater's progress and next item (without the judge's verdict), ``POST /api/label`` one
+label (appended to the labels file before the answer is sent; the reply reveals the judge's
+verdict on that item), ``GET /api/reveal`` the verdict of an item this rater has labelled.
+
+Every response carries a strict Content-Security-Policy (scripts, styles and requests from
+this origin only, nothing inline). The page builds its DOM with ``textContent``, never HTML
+strings, so text from the data cannot become markup. Requests must name this server in
+``Host`` (DNS-rebinding guard) and a POST must carry the per-start token from the page.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from jinja2 import Environment, select_autoescape
+from pydantic import ValidationError
+
+from groundjudge.contracts import HumanLabel
+from groundjudge.label.claims import split_answer
+from groundjudge.label.run_source import Key, item_view
+from groundjudge.label.session import LabelSession
+from groundjudge.label.store import append_label
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+MAX_BODY = 256 * 1024
+STATIC = {"label.js": "text/javascript; charset=utf-8", "label.css": "text/css; charset=utf-8"}
+LABEL_FIELDS = {"query_id", "config_id", "faithful", "correct", "citations_supported", "claims", "note"}
+
+
+def _asset(name: str) -> str:
+    return resources.files("groundjudge.label").joinpath("assets", name).read_text("utf-8")
+
+
+class LabelApp:
+    """The state behind the page: one rater's session, guarded by a lock."""
+
+    def __init__(self, session: LabelSession) -> None:
+        self.session = session
+        self.lock = threading.Lock()
+        self.token = secrets.token_urlsafe(24)
+        env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
+        self.page = env.from_string(_asset("page.html"))
+        self.last_request = time.monotonic()
+
+    def state(self) -> dict[str, Any]:
+        s = self.session
+        done, total = s.current_batch_progress()
+        pending = s.pending()
+        item = self.item(pending[0]) if pending else None
+        return {"rater": s.rater, "done": done, "total": total, "item": item,
+                "batch": s.batches[-1].batch if s.batches else None}
+
+    def item(self, key: Key) -> dict[str, Any]:
+        view = item_view(self.session.run, key)
+        view["claims"] = split_answer(view["answer"] or "", [c["id"] for c in view["chunks"]])
+        return view
+
+    def reveal(self, key: Key) -> dict[str, Any]:
+        judged = self.session.judged[key]
+        return {"labels": judged.labels, "confidence": judged.confidence,
+                "confidence_source": judged.confidence_source, "claims": judged.claims}
+
+    def save(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        unknown = set(body) - LABEL_FIELDS
+        if unknown:
+            return HTTPStatus.BAD_REQUEST, {"error": f"unknown fields: {', '.join(sorted(unknown))}"}
+        with self.lock:
+            key = (body.get("query_id"), body.get("config_id"))
+            pending = self.session.pending()
+            if key in self.session.labelled:
+                return HTTPStatus.CONFLICT, {"error": "this item is already labelled by this rater"}
+            if not pending or key != pending[0]:
+                return HTTPStatus.CONFLICT, {"error": "not the item being labelled; reload the page"}
+            try:
+                label = HumanLabel.model_validate({**body, "rater": self.session.rater})
+            except ValidationError as exc:
+                return HTTPStatus.BAD_REQUEST, {"error": "; ".join(
+                    f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))}
+            if label.faithful is None:
+                return HTTPStatus.BAD_REQUEST, {"error": "faithful: give yes or no"}
+            record = append_label(self.session.labels_path, label)
+            self.session.mine.append(label)
+            return HTTPStatus.OK, {"saved": record, "judge": self.reveal(key), "state": self.state()}
+
+
+class LabelHandler(BaseHTTPRequestHandler):
+    server: LabelServer
+    server_version = "groundjudge-label"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+
+    def _host_ok(self) -> bool:
+        port = self.server.server_address[1]
+        return self.headers.get("Host") in {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        app = self.server.app
+        app.last_request = time.monotonic()
+        if not self._host_ok():
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "wrong Host header"})
+        url = urlsplit(self.path)
+        if url.path == "/":
+            html = app.page.render(rater=app.session.rater, token=app.token)
+            return self._send(HTTPStatus.OK, html.encode("utf-8"), "text/html; charset=utf-8")
+        if url.path == "/favicon.ico":
+            return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+        if url.path.startswith("/static/") and url.path[len("/static/"):] in STATIC:
+            name = url.path[len("/static/"):]
+            return self._send(HTTPStatus.OK, _asset(name).encode("utf-8"), STATIC[name])
+        if url.path == "/api/state":
+            with app.lock:
+                return self._json(HTTPStatus.OK, app.state())
+        if url.path == "/api/reveal":
+            query = parse_qs(url.query)
+            key = (query.get("query_id", [""])[0], query.get("config_id", [""])[0])
+            with app.lock:
+                if key not in app.session.labelled:
+                    return self._json(HTTPStatus.FORBIDDEN, {"error": "label the item first"})
+                return self._json(HTTPStatus.OK, app.reveal(key))
+        return self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        app = self.server.app
+        app.last_request = time.monotonic()
+        if not self._host_ok():
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "wrong Host header"})
+        if urlsplit(self.path).path != "/api/label":
+            return self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+        if not secrets.compare_digest(self.headers.get("X-Label-Token", ""), app.token):
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong token"})
+        if not (self.headers.get("Content-Type") or "").startswith("application/json"):
+            return self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send application/json"})
+        length = int(self.headers.get("Content-Length") or 0)
+        if length <= 0 or length > MAX_BODY:
+            return self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "body missing or too large"})
+        try:
+            body = json.loads(self.rfile.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": "body is not JSON"})
+        if not isinstance(body, dict):
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": "body must be a JSON object"})
+        status, data = app.save(body)
+        return self._json(status, data)
+
+
+class LabelServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, app: LabelApp, port: int = 0, *, verbose: bool = False) -> None:
+        self.app = app
+        self.verbose = verbose
+        super().__init__(("127.0.0.1", port), LabelHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+
+def serve(app: LabelApp, port: int = 0, *, idle_seconds: float = 3600.0, ready: Any = None,
+          verbose: bool = False) -> None:
+    """Serve until ``idle_seconds`` pass with no request (or Ctrl-C). ``ready(url)`` is called
+    once the socket listens."""
+    server = LabelServer(app, port, verbose=verbose)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    try:
+        if ready is not None:
+            ready(server.url)
+        while time.monotonic() - app.last_request < idle_seconds:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: every label given is already on disk
+    finally:
+        server.shutdown()
+        server.server_close()

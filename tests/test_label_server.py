@@ -1,0 +1,174 @@
+"""The labelling page's HTTP API: state without the verdict, labels appended in the labels
+format, the verdict revealed only after labelling, and requests from elsewhere refused."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from groundjudge.calibrate.verdicts import load_labels
+from groundjudge.label.session import CRITERIA
+from groundjudge.label import prepare_batch
+from groundjudge.label.server import CSP, LabelApp, LabelServer
+from groundjudge.label.store import read_batches
+from tests.support.label_run import HOSTILE, make_label_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return make_label_run(tmp_path_factory.mktemp("labelrun"))
+
+
+@pytest.fixture
+def server(run_dir, tmp_path):
+    labels = tmp_path / "labels" / "ann.jsonl"
+    plan = prepare_batch(run_dir, "ann <b>", labels_path=labels, strategy="random", size=4, seed=1)
+    app = LabelApp(plan.session)
+    srv = LabelServer(app)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv, app, labels
+    srv.shutdown()
+    srv.server_close()
+
+
+def request(srv, method: str, path: str, body: dict | None = None, headers: dict | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", srv.server_address[1], timeout=10)
+    data = json.dumps(body).encode() if body is not None else None
+    hdrs = {"Content-Type": "application/json"} if body is not None else {}
+    hdrs.update(headers or {})
+    conn.request(method, path, body=data, headers=hdrs)
+    response = conn.getresponse()
+    payload = response.read()
+    conn.close()
+    return response, payload
+
+
+def label_body(item: dict, faithful: bool = True) -> dict:
+    return {"query_id": item["query_id"], "config_id": item["config_id"], "faithful": faithful, "correct": 2,
+            "citations_supported": True, "claims": [{"text": item["claims"][0]["text"], "supported": True}],
+            "note": "checked </script> \u202e"}
+
+
+def test_page_has_strict_csp_and_escapes_the_rater(server):
+    srv, app, _ = server
+    response, payload = request(srv, "GET", "/")
+    html = payload.decode()
+    assert response.status == 200
+    assert response.getheader("Content-Security-Policy") == CSP
+    assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP and "default-src 'none'" in CSP
+    assert response.getheader("X-Content-Type-Options") == "nosniff"
+    assert "ann &lt;b&gt;" in html and "ann <b>" not in html
+    assert f'content="{app.token}"' in html
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/label.js" defer>']  # nothing inline
+    js_response, js = request(srv, "GET", "/static/label.js")
+    assert js_response.status == 200 and b"innerHTML" not in js and b"textContent" in js
+
+
+def test_state_hides_the_judge_until_the_item_is_labelled(server):
+    srv, app, labels = server
+    _, payload = request(srv, "GET", "/api/state")
+    state = json.loads(payload)
+    assert state["done"] == 0 and state["total"] == 4 and state["rater"] == "ann <b>"
+    item = state["item"]
+    assert set(item) == {"query_id", "config_id", "question", "expected_answer", "tags", "answer", "citations",
+                         "chunks", "claims"}
+    assert "verdict" not in payload.decode() and "scripted" not in payload.decode()
+    reveal, _ = request(srv, "GET", f"/api/reveal?query_id={item['query_id']}&config_id={item['config_id']}")
+    assert reveal.status == 403
+    first = app.session.batches[-1].picks[0]
+    assert (item["query_id"], item["config_id"]) == (first[0], first[1])
+    assert item["claims"] and all("citations" in c for c in item["claims"])
+
+
+def test_label_is_appended_in_the_labels_format_and_reveals_the_verdict(server):
+    srv, app, labels = server
+    item = json.loads(request(srv, "GET", "/api/state")[1])["item"]
+    response, payload = request(srv, "POST", "/api/label", label_body(item, faithful=False),
+                                {"X-Label-Token": app.token})
+    assert response.status == 200, payload
+    data = json.loads(payload)
+    assert data["judge"]["labels"]["faithful"] in (True, False)
+    assert data["state"]["done"] == 1 and data["state"]["item"]["query_id"] != item["query_id"]
+    lines = labels.read_text().splitlines()
+    assert len(lines) == 1
+    saved = json.loads(lines[0])
+    assert saved == {"query_id": item["query_id"], "config_id": "sys", "rater": "ann <b>", "faithful": False,
+                     "correct": 2, "citations_supported": True,
+                     "claims": [{"text": item["claims"][0]["text"], "supported": True}],
+                     "note": "checked </script> \u202e"}
+    humans = load_labels([labels], CRITERIA)  # calibrate's own reader takes it as it is
+    assert humans["ann <b>"][(item["query_id"], "sys")].labels["faithful"] is False
+    again, _ = request(srv, "POST", "/api/label", label_body(item), {"X-Label-Token": app.token})
+    assert again.status == 409
+    reveal, body = request(srv, "GET", f"/api/reveal?query_id={item['query_id']}&config_id=sys")
+    assert reveal.status == 200 and "claims" in json.loads(body)
+
+
+@pytest.mark.parametrize("headers, status", [
+    ({}, 403),  # no token
+    ({"X-Label-Token": "guess"}, 403),
+    ({"X-Label-Token": "TOKEN", "Host": "evil.example:80"}, 403),  # DNS rebinding
+    ({"X-Label-Token": "TOKEN", "Content-Type": "text/plain"}, 415),  # a cross-site form post
+])
+def test_foreign_requests_are_refused(server, headers, status):
+    srv, app, labels = server
+    item = json.loads(request(srv, "GET", "/api/state")[1])["item"]
+    headers = {k: (app.token if v == "TOKEN" else v) for k, v in headers.items()}
+    response, _ = request(srv, "POST", "/api/label", label_body(item), headers)
+    assert response.status == status
+    assert not labels.exists() or labels.read_text() == ""
+
+
+def test_bad_labels_are_refused_and_nothing_is_written(server):
+    srv, app, labels = server
+    item = json.loads(request(srv, "GET", "/api/state")[1])["item"]
+    token = {"X-Label-Token": app.token}
+    cases = [
+        {**label_body(item), "correct": 7},  # off the scale
+        {**label_body(item), "faithful": None},  # faithful is required
+        {**label_body(item), "rater": "someone else"},  # the rater is the server's
+        {**label_body(item), "query_id": "not-pending"},
+    ]
+    statuses = [request(srv, "POST", "/api/label", body, token)[0].status for body in cases]
+    assert statuses == [400, 400, 400, 409]
+    assert not labels.exists() or labels.read_text() == ""
+
+
+def test_hostile_text_travels_as_json_data(server):
+    srv, app, labels = server
+    token = {"X-Label-Token": app.token}
+    seen = []
+    for _ in range(4):
+        state = json.loads(request(srv, "GET", "/api/state")[1])
+        item = state["item"]
+        seen.append(item)
+        assert request(srv, "POST", "/api/label", label_body(item), token)[0].status == 200
+    assert json.loads(request(srv, "GET", "/api/state")[1])["item"] is None
+    assert len(labels.read_text().splitlines()) == 4
+    batch = read_batches(labels)[0]
+    assert [(i["query_id"], i["config_id"]) for i in seen] == [(q, c) for q, c, _, _ in batch.picks]
+    hostile = [i for i in seen if i["query_id"] == "h1"]
+    if hostile:  # the random batch of 4 may leave it out
+        assert HOSTILE in hostile[0]["question"] and HOSTILE in hostile[0]["chunks"][0]["text"]
+
+
+def test_the_server_stops_by_itself_when_idle(run_dir, tmp_path):
+    from groundjudge.label.server import serve
+
+    plan = prepare_batch(run_dir, "idle", labels_path=tmp_path / "idle.jsonl", strategy="random", size=2, seed=0)
+    urls: list[str] = []
+    thread = threading.Thread(target=serve, args=(LabelApp(plan.session),),
+                              kwargs={"idle_seconds": 1.0, "ready": urls.append}, daemon=True)
+    thread.start()
+    thread.join(timeout=15)
+    assert urls and urls[0].startswith("http://127.0.0.1:")
+    assert not thread.is_alive()
+    port = int(urls[0].rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(OSError):
+        http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/")
