@@ -133,6 +133,25 @@ def judge_rubric(rubric_id: str, keys: list, dataset, metrics, args) -> list[dic
     return rows
 
 
+def carry_timings(rows: list[dict], rubric_id: str) -> list[dict]:
+    """Answers read from the cache keep the time and requests they cost when first judged
+    (from an earlier results file of the same rubric), marked as such."""
+    earlier: dict[tuple[str, str], dict] = {}
+    for path in RESULTS.glob(f"judge_agreement_{rubric_id}*.jsonl"):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("source") == "call" and r.get("status") == "judged":
+                earlier[(r["query_id"], r["config_id"])] = r
+    out = []
+    for r in rows:
+        before = earlier.get((r["query_id"], r["config_id"]))
+        if r["source"] == "cache" and before is not None:
+            r = {**r, "seconds": before["seconds"], "requests": before["requests"], "source": "call",
+                 "timed_in_earlier_run": True}
+        out.append(r)
+    return out
+
+
 def summarise(rubric_id: str, rows: list[dict], human: dict, seed: int) -> dict:
     judged = [r for r in rows if r["status"] == "judged" and r["label"] is not None]
     truth = [human[(r["query_id"], r["config_id"])] for r in judged]
@@ -169,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--rubrics", default="claim_check,grounded_answer")
     parser.add_argument("--all", action="store_true", help="then claim_check on all 378 answers")
+    parser.add_argument("--limit", type=int, help="only a balanced, model-spread subset of K answers of the sample")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "cache")
     parser.add_argument("--judge-base-url")
     parser.add_argument("--judge-model")
@@ -181,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = load_labels([args.data / "labels" / "annotators.jsonl"], ["faithful"])["annotators"]
     human = {(q, c): v.labels["faithful"] for (q, c), v in labels.items() if v.labels["faithful"] is not None}
     keys = sample(list(human), human, args.n, args.seed)
+    if args.limit:
+        keys = sample(keys, human, args.limit, args.seed)
     print(f"sample: {len(keys)} answers ({sum(human[k] for k in keys)} faithful), seed {args.seed}, "
           f"models {sorted({k[1] for k in keys})}", file=sys.stderr)
     RESULTS.mkdir(exist_ok=True)
@@ -191,11 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     for rubric_id, chosen in runs:
         rows = judge_rubric(rubric_id, chosen, dataset, metrics, args)
         tag = rubric_id if chosen is keys else f"{rubric_id}_all"
+        tag += f"_limit{args.limit}" if args.limit and chosen is keys else ""
+        rows = carry_timings(rows, rubric_id)
         with (RESULTS / f"judge_agreement_{tag}.jsonl").open("w") as out:
             for r in rows:
                 out.write(json.dumps({**r, "human_faithful": human[(r["query_id"], r["config_id"])]}) + "\n")
         summary = summarise(rubric_id, rows, human, args.seed)
         summary["set"] = f"sample of {len(keys)} (seed {args.seed})" if chosen is keys else f"all {len(chosen)}"
+        (RESULTS / f"judge_agreement_{tag}.summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         summaries.append(summary)
         print(json.dumps(summary), file=sys.stderr)
     (RESULTS / "judge_agreement.json").write_text(json.dumps(summaries, indent=2) + "\n")
