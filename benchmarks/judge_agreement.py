@@ -28,7 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from groundjudge import api
 from groundjudge.calibrate.agreement import agreement
