@@ -76,6 +76,11 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def model_dir() -> Path:
+    """The folder of the installed model package (weights, tokenizer, pooling configuration)."""
+    return Path(importlib.import_module(MODEL_MODULE).get_model_path())
+
+
 @functools.lru_cache(maxsize=1)
 def load_embedder() -> tuple[EmbeddingModel | None, str | None]:
     """all-MiniLM-L6-v2 from its installed package on the CPU, or ``(None, reason)``.
@@ -89,8 +94,8 @@ def load_embedder() -> tuple[EmbeddingModel | None, str | None]:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        model_dir = Path(importlib.import_module(MODEL_MODULE).get_model_path())
-        weights = model_dir / WEIGHTS_FILE
+        folder = model_dir()
+        weights = folder / WEIGHTS_FILE
         found = sha256_of(weights)
         if found != WEIGHTS_SHA256:
             return None, (f"embedding model weights {weights} have SHA-256 {found}, expected {WEIGHTS_SHA256}; "
@@ -99,7 +104,7 @@ def load_embedder() -> tuple[EmbeddingModel | None, str | None]:
         from sentence_transformers import SentenceTransformer
 
         transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
-        model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+        model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
     except Exception as exc:  # a broken install must not stop the deterministic metrics
         return None, f"embedding model failed to load: {type(exc).__name__}: {exc}"
 
