@@ -8,6 +8,8 @@ Tests marked ``embedding_model`` run the real all-MiniLM-L6-v2 of the ``[embeddi
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 
 import pytest
 
@@ -59,6 +61,14 @@ def test_weights_with_another_hash_are_refused(monkeypatch, tmp_path, fresh_load
     assert model is None
     assert embedder.WEIGHTS_SHA256 in reason and embedder.sha256_of(tmp_path / embedder.WEIGHTS_FILE) in reason
     assert embedder.INSTALL_COMMAND in reason
+
+
+def test_importing_the_profile_loads_no_model_runtime():
+    # torch and sentence-transformers cost seconds to import: only a run that needs ΔS pays it.
+    code = ("import sys, groundjudge.profiles.wfgy_chunking; "
+            "print([m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_cosine_and_delta_s_with_a_stand_in():
