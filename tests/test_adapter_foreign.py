@@ -14,7 +14,7 @@ from groundjudge.load.adapters.foreign import (
     null_as_default,
     read_unique,
 )
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 
 
 class Line(ForeignRecord):

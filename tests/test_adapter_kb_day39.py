@@ -10,7 +10,7 @@ import pytest
 
 from groundjudge.contracts import GoldenCase, Trace
 from groundjudge.load.adapters import day39, kb_eval
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from tests.conftest import ROOT
 
 KB = ROOT / "examples" / "kb-eval"

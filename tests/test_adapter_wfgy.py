@@ -10,7 +10,7 @@ import pytest
 
 from groundjudge.contracts import GoldenCase, Trace
 from groundjudge.load.adapters import wfgy, wfgy_chunking
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from tests.conftest import ROOT
 
 QA = ROOT / "examples" / "wfgy"

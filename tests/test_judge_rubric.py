@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from groundjudge.judge.rubric import LOCK_NAME, load_rubric, lock_rubrics, parse_rubric_file, read_lock
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRICS = ROOT / "rubrics"

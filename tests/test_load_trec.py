@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from groundjudge.load.trec import read_qrels, read_run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from groundjudge.load.adapters import (
     register_format,
     unregister_format,
 )
-from groundjudge.load.errors import InputError
+from groundjudge.errors import InputError
 from groundjudge.profiles import Profile, profile_names, register_profile
 from tests.conftest import FIXTURES, ROOT
 from tests.support import toy_system

@@ -37,7 +37,7 @@ from groundjudge.load.adapters.foreign import (
     null_as_default,
     read_unique,
 )
-from groundjudge.load.errors import InputError, InputProblem
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
 from groundjudge.profiles import Profile, ProfileResult, register_profile, unregister_profile
 
