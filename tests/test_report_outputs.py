@@ -173,3 +173,25 @@ def test_a_report_of_schema_version_1_is_refused_by_name(run_dir, tmp_path):
                                        "--records-dir", str(tmp_path / "records")])
     assert result.exit_code == 2
     assert "report schema version 1 is not readable here" in result.output and "run `groundjudge run` again" in result.output
+
+
+def test_report_says_which_configs_are_gated_and_leaks_elsewhere_do_not_block(run_dir):
+    report = json.loads((run_dir / "out" / "report.json").read_text())
+    assert report["gates"]["gated_configs"] == ["candidate"]
+    assert report["gates"]["ungated_acl_leaks"] == {"baseline": ["q013", "q036", "q038", "q041"]}
+    markdown = (run_dir / "out" / "report.md").read_text()
+    assert "Gates cover config `candidate`; other configs are reported, not gated." in markdown
+    assert "No gate covers `baseline`" in markdown and "do not change this verdict" in markdown
+    assert "These block a release." not in markdown and "SPEC 6" not in markdown
+    html = (run_dir / "out" / "report.html").read_text()
+    assert "a config no gate covers: they do not change this verdict" in html
+
+
+def test_the_judges_trust_status_comes_first_where_its_findings_are_read(run_dir):
+    triage = (run_dir / "out" / "triage.md").read_text()
+    assert triage.index("Judge trust: untrusted") < triage.index("finding(s)")
+    assert "`faithfulness`: untrusted" in triage and "README" in triage
+    html = (run_dir / "out" / "report.html").read_text()
+    cases = html[html.index('id="cases"'):]
+    assert "Judge untrusted: its findings are advisory" in cases
+    assert "judge untrusted, findings advisory" in cases  # beside each case's claims
