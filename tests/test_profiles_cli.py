@@ -105,3 +105,23 @@ def test_wfgy_chunking_example_computes_delta_s_with_the_real_model_offline(tmp_
     assert own["by_type"]["code"]["ΔS"]["within_thresholds"] is False
     assert "Q-0201" in own["bad_qids"]  # its cited block lies above 0.60 in two runs
     assert "sentence-transformers/all-MiniLM-L6-v2" in (tmp_path / "out" / "profile-wfgy-chunking.md").read_text()
+
+
+def test_run_takes_a_profile_and_its_own_gate_fails_the_run(tmp_path, monkeypatch):
+    """`run --profile`: the native report with the judge, the system's own report beside it, and
+    the system's failed gate in the exit code (the day39 example plants failures)."""
+    from tests.support.judge_replies import verdict_for_request
+    from tests.support.openai_server import ScriptedOpenAIServer
+
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    day39 = Path(__file__).resolve().parent.parent / "examples" / "day39"
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--profile", "day39", "--golden", str(day39 / "golden.jsonl"), "--traces",
+            str(day39 / "outputs.jsonl"), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert "profile day39: FAIL" in result.output
+    assert (tmp_path / "out" / "profile-day39.json").exists() and (tmp_path / "out" / "report.json").exists()
+    assert "## Profile `day39`" in (tmp_path / "out" / "report.md").read_text()

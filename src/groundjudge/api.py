@@ -215,9 +215,9 @@ def report_document(result: RunResult) -> Any:
 
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
-                      ) -> dict[str, Any]:
-    """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked).
-    Returns report.json's content."""
+                      profile: Any = None) -> dict[str, Any]:
+    """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
+    with ``profile``, the replaced system's own report beside them). Returns report.json's content."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
@@ -231,8 +231,13 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     doc = as_json_dict(report_document(result))
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
+    text += "\n" + render_judge_markdown(doc)
+    if profile is not None:
+        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
     write_json_atomic(out_dir / "report.json", doc)
-    write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
+    write_text_atomic(out_dir / "report.md", text)
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))

@@ -151,18 +151,24 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
               help="Human labels JSONL (repeatable): judge rates are also reported bias-corrected (PPI).")
 @click.option("--keep-errors", is_flag=True,
               help="Do not ask again a case whose cached replies were invalid (default: ask again).")
+@click.option("--profile", type=RegistryChoice(profile_names),
+              help="Also report in a replaced system's own terms (inputs in its format); a failed gate of its own "
+                   "fails the run too.")
+@click.option("--live", multiple=True, type=click.Path(path_type=Path),
+              help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
-        labels: tuple[Path, ...], keep_errors: bool) -> None:
+        labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...]) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports."""
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
 
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
-        "inputs.labels": labels, "metrics.ks": ks, "output.out": out, "judge.base_url": judge_base_url,
+        "inputs.labels": labels, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        "judge.base_url": judge_base_url,
         "judge.model": judge_model, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
@@ -170,9 +176,10 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     out_dir = config.output.out or default_out()
     rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+    own = api.profile_report(config, profile) if profile else None
     with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
         result = api.run_eval(config, judge, progress=progress, dataset=dataset)
-    doc = api.write_run_reports(result, out_dir, junit=junit)
+    doc = api.write_run_reports(result, out_dir, junit=junit, profile=own)
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals
@@ -181,9 +188,11 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         gates = result.gates
         click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + "; ".join(gates.failed)))
         click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
+        if own is not None:
+            click.echo(f"profile {own.name}: " + {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed])
     if result.judge.totals.stopped:
         click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
-    sys.exit(result.exit_code)
+    sys.exit(1 if result.exit_code == 0 and own is not None and own.passed is False else result.exit_code)
 
 
 @main.command()
