@@ -139,6 +139,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @input_options
 @click.option("--judge-base-url", help="OpenAI-compatible base URL [env GROUNDJUDGE_BASE_URL]; unset: embedded judge.")
 @click.option("--judge-model", help="Pinned judge model id [env GROUNDJUDGE_MODEL].")
+@click.option("--rubric", help="Rubric id, e.g. claim_check or grounded_answer (default: [judge] rubric).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Concurrent judge calls.")
 @click.option("--smoke", is_flag=True, default=None, help="Judge a stratified sample per tag only.")
 @click.option("--max-cases", type=click.IntRange(min=0), help="Judge at most this many cases.")
@@ -158,7 +159,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
-        concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
+        rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...]) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports."""
@@ -169,15 +170,15 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
         "inputs.labels": labels, "inputs.live": live, "metrics.ks": ks, "output.out": out,
         "judge.base_url": judge_base_url,
-        "judge.model": judge_model, "judge.concurrency": concurrency, "judge.smoke": smoke,
+        "judge.model": judge_model, "judge.rubric": rubric, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None})
     out_dir = config.output.out or default_out()
-    rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
+    pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
     own = api.profile_report(config, profile) if profile else None
-    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
+    with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
         result = api.run_eval(config, judge, progress=progress, dataset=dataset)
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own)
     print_summary(doc, quiet)
