@@ -255,13 +255,13 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 def compute_metrics(config: Config) -> dict[str, Any]:
     """Load the inputs named by ``config`` and return the metrics document (nothing is written)."""
     inputs = config.inputs
-    settings = metric_settings(config)
     if inputs.qrels or inputs.run:
         from groundjudge.report.trec_json import trec_document
 
         if not (inputs.qrels and inputs.run):
             raise InputError.one(_where(config), None, "qrels/run", "give both --qrels and --run for TREC files")
-        return trec_document(inputs.qrels, inputs.run, settings)
+        return trec_document(inputs.qrels, inputs.run, tuple(sorted(set(config.metrics.ks))))
+    settings = metric_settings(config)
     from groundjudge.metrics.evaluate import evaluate_dataset
     from groundjudge.report.document import as_json_dict, metrics_document
 

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from groundjudge.load.trec import read_qrels, read_run
-from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.retrieval import evaluate_trec
 from groundjudge.provenance import provenance
 from groundjudge.report.versions import SCHEMA_VERSION
 
 
-def trec_document(qrels_path: Path, run_path: Path, settings: MetricSettings) -> dict[str, Any]:
+def trec_document(qrels_path: Path, run_path: Path, ks: Sequence[int]) -> dict[str, Any]:
     """Ranked-retrieval metrics with trec_eval's conventions: means over queries in both files."""
     qrels = read_qrels(qrels_path)
     run = read_run(run_path)
-    per_query, means = evaluate_trec(qrels, run, settings.ks)
+    per_query, means = evaluate_trec(qrels, run, ks)
     config_id = run_path.name
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "groundjudge.metrics",
         "provenance": provenance(),
         "inputs": {"qrels": str(qrels_path), "run": str(run_path)},
-        "settings": {"ks": list(settings.ks), "averaging": "mean over queries in both qrels and run"},
+        "settings": {"ks": list(ks), "averaging": "mean over queries in both qrels and run"},
         "configs": [config_id],
         "accounting": {
             "cases": len(qrels),
