@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import select
+import signal
 import socket
 import sys
 import threading
@@ -713,6 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reject-json-schema", action="store_true", help="500 on response_format json_schema")
     p.add_argument("-v", "--verbose", action="store_true", help="log requests to stderr")
     args = p.parse_args(argv)
+    # Ctrl-C stops the server even when it was started from a background job, which inherits
+    # SIGINT ignored (and Python then leaves it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     srv = ScriptedOpenAIServer(
         default=Reply(args.content),
         model=args.model,
