@@ -168,6 +168,9 @@ def summarise(rubric_id: str, rows: list[dict], human: dict, seed: int) -> dict:
         "kappa": ag.kappa, "ci": [ag.ci_low, ag.ci_high], "observed": ag.observed,
         "balanced_accuracy": balanced_accuracy(pred, truth),
         "auroc": auroc(scores, truth),
+        # claim_check: the mean claim support as the score (the faithfulness metric's per-case value)
+        "auroc_mean_support": auroc([statistics.mean(s) if (s := [p for p in r["supports"] if p is not None])
+                                     else float(r["score"]) for r in judged], truth),
         "kappa_cross_fitted": ag_cf.kappa, "ci_cross_fitted": [ag_cf.ci_low, ag_cf.ci_high], "cuts": cuts,
         "balanced_accuracy_cross_fitted": balanced_accuracy(fitted, truth),
         "seconds_per_answer": statistics.mean(r["seconds"] for r in fresh) if fresh else None,
@@ -223,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         summaries.append(summary)
         print(json.dumps(summary), file=sys.stderr)
     (RESULTS / "judge_agreement.json").write_text(json.dumps(summaries, indent=2) + "\n")
-    cols = ["set", "answers", "judged", "judge_error", "kappa", "ci", "balanced_accuracy", "auroc",
+    cols = ["set", "answers", "judged", "judge_error", "kappa", "ci", "balanced_accuracy", "auroc", "auroc_mean_support",
             "kappa_cross_fitted", "ci_cross_fitted", "seconds_per_answer", "timed_answers", "requests_per_answer",
             "claims_per_answer"]
     print("| rubric | " + " | ".join(cols) + " |")
