@@ -21,7 +21,7 @@ LABELS = sorted((ROOT / "calibration" / "labels").glob("example_*.jsonl"))
 def judged(tmp_path_factory) -> tuple[Path, str, str]:
     tmp = tmp_path_factory.mktemp("calib")
     srv = ScriptedOpenAIServer(verdict_for_request).start()
-    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--judge-base-url", srv.base_url,
+    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
                                        "--judge-model", srv.model, "--cache-dir", str(tmp / "cache"),
                                        "--out", str(tmp / "out"), "--quiet"])
     assert result.exit_code in (0, 1), result.output

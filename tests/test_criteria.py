@@ -4,6 +4,7 @@ calibration and to the gates with no Python edit."""
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import shutil
 from pathlib import Path
@@ -47,7 +48,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (rubrics / "grounded_answer_plus" / "v1.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     lock_rubrics(rubrics)
     config = (tmp_path / "examples" / "groundjudge.toml").read_text()
-    config = config.replace('rubric = "grounded_answer"', 'rubric = "grounded_answer_plus"\nrubrics_dir = "../rubrics"')
+    config = re.sub(r'(?m)^rubric = ".*"$', 'rubric = "grounded_answer_plus"\nrubrics_dir = "../rubrics"', config)
     config = config.replace('correctness = { min = 2.5 }', 'correctness = { min = 2.5 }\nconciseness = { min = 0.9 }')
     config = config.replace('records_dir = "../calibration/records"', 'records_dir = "../records"')
     config = config.replace('labels = [', 'labels_unused = [').replace("[inputs]", "[inputs]", 1)

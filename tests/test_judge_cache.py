@@ -313,7 +313,7 @@ def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_pa
                            'traces = ["traces/baseline.jsonl", "traces/candidate.jsonl"]\n', encoding="utf-8")
 
     def config() -> Any:
-        return api.resolve_config(config_path, {"judge.base_url": srv.base_url, "judge.model": srv.model,
+        return api.resolve_config(config_path, {"judge.base_url": srv.base_url, "judge.model": srv.model, "judge.rubric": "grounded_answer",
                                                 "cache.dir": tmp_path / "cache"}, environ={})
 
     def run_eval() -> Any:

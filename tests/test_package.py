@@ -120,7 +120,7 @@ def test_a_wheel_installed_outside_the_repository_runs_the_example(tmp_path: Pat
                            env=env, capture_output=True, text=True, timeout=60)
     assert where.stdout.startswith(str(site)), where.stdout + where.stderr
     with ScriptedOpenAIServer(verdict_for_request) as srv:
-        proc = subprocess.run([str(python), "-m", "groundjudge.cli", "run", "--config", "examples/groundjudge.toml",
+        proc = subprocess.run([str(python), "-m", "groundjudge.cli", "run", "--config", "examples/groundjudge.toml", "--rubric", "grounded_answer",
                                "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--cache-dir", "cache",
                                "--out", "out", "--quiet"], cwd=work, env=env, capture_output=True, text=True,
                               timeout=300)

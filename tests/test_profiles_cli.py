@@ -118,7 +118,7 @@ def test_run_takes_a_profile_and_its_own_gate_fails_the_run(tmp_path, monkeypatc
     day39 = Path(__file__).resolve().parent.parent / "examples" / "day39"
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         result = CliRunner().invoke(main, [
-            "run", "--profile", "day39", "--golden", str(day39 / "golden.jsonl"), "--traces",
+            "run", "--rubric", "grounded_answer", "--profile", "day39", "--golden", str(day39 / "golden.jsonl"), "--traces",
             str(day39 / "outputs.jsonl"), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
             "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
     assert result.exit_code == 1, result.output

@@ -36,7 +36,7 @@ def chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
 def run_report(tmp: Path, golden: Path, traces: list[Path], corpus: Path, script) -> Path:
     with ScriptedOpenAIServer(script) as srv:
         result = CliRunner().invoke(main, [
-            "run", "--golden", str(golden), *sum((["--traces", str(t)] for t in traces), []),
+            "run", "--rubric", "grounded_answer", "--golden", str(golden), *sum((["--traces", str(t)] for t in traces), []),
             "--corpus", str(corpus), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
             "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--quiet"])
     assert result.exit_code in (0, 1), result.output
@@ -95,7 +95,7 @@ def example_html(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("example")
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         result = CliRunner().invoke(main, [
-            "run", "--config", str(EXAMPLE), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
             "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--quiet"])
     assert result.exit_code in (0, 1), result.output
     return tmp / "out" / "report.html"

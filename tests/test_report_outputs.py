@@ -27,7 +27,7 @@ def run_dir(tmp_path_factory) -> Path:
         for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
             mp.delenv(var, raising=False)
         result = CliRunner().invoke(main, [
-            "run", "--config", str(EXAMPLE), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
             "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--junit", str(tmp / "junit.xml"),
             "--quiet"])
     assert result.exit_code in (0, 1), result.output

@@ -36,7 +36,7 @@ def cli_env() -> dict[str, str]:
 
 
 def groundjudge_run(srv_url: str, model: str, tmp_path: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE),
+    return [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer",
             "--judge-base-url", srv_url, "--judge-model", model, "--cache-dir", str(tmp_path / "cache"),
             "--out", str(tmp_path / "out"), *extra]
 
@@ -135,7 +135,7 @@ def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
         monkeypatch.delenv(var, raising=False)
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--judge-base-url", url,
+    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", url,
                                        "--judge-model", "m", "--cache-dir", str(tmp_path / "cache"),
                                        "--out", str(tmp_path / "out"), "--quiet"])
     assert result.exit_code == 3, result.output
@@ -219,7 +219,7 @@ def test_a_fully_cached_run_never_starts_the_embedded_judge(tmp_path: Path, monk
         assert first.returncode == 0, first.stderr
     env = {**cli_env(), "GROUNDJUDGE_MODELS_DIR": str(tmp_path / "no-models")}
     # no base URL: the embedded judge, with the same pinned model id and decoding as above
-    cmd = [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE), "--cache-dir",
+    cmd = [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--cache-dir",
            str(tmp_path / "cache"), "--out", str(tmp_path / "again"), "--max-cases", "4", "--concurrency", "4"]
     again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
