@@ -170,8 +170,9 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     out_dir = config.output.out or default_out()
     rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
-    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
-        result = api.run_eval(config, judge, progress=progress, dataset=dataset)
+    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, \
+            api.open_escalation(config, quiet=quiet) as escalate, JudgeProgress(quiet) as progress:
+        result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate)
     doc = api.write_run_reports(result, out_dir, junit=junit)
     print_summary(doc, quiet)
     if not quiet:
