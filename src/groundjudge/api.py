@@ -215,7 +215,8 @@ def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dic
     if record is None:
         return None
     return {"path": path, "primary_rater": record["primary_rater"], "raters": record["raters"],
-            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"]}
+            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
+                                **({"selective": st["selective"]} if "selective" in st else {})}
                          for name, st in record["criteria"].items()},
             "claims": record["claims"]}
 
@@ -274,6 +275,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     from groundjudge.report.judge_section import render_judge_markdown
     from groundjudge.report.junit import junit_xml
     from groundjudge.report.markdown import render_markdown
+    from groundjudge.report.selective_section import render_selective_markdown
     from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 
     out_dir = Path(out_dir)
@@ -281,7 +283,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     write_json_atomic(out_dir / "report.json", doc)
-    write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
+    write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc) + render_selective_markdown(doc))
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))
