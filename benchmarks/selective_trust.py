@@ -190,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
               f"kept answers, pooled over the {len(kept)} splits that kept some: {f(pooled)} "
               f"({sum(r['test_agree_covered'] for r in kept)}/{sum(r['test_covered'] for r in kept)}); "
               f">= {1 - args.alpha:g} in {len(held)}/{len(kept)} single splits (each on a few dozen answers)")
+        when_trusted = float(np.mean([r["test_agreement_all"] for r in trusted])) if trusted else None
         print(f"  all-or-nothing: trusted in {len(trusted)} ({len(trusted) / len(runs):.1%}); where trusted it keeps "
-              f"every answer, realised agreement {f(np.mean([r['test_agreement_all'] for r in trusted]) if trusted else None)} "
+              f"every answer, realised agreement {f(when_trusted)} "
               f"on average; on all measured answers {np.mean([r['test_agreement_all'] for r in runs]):.3f}")
     return 0
 

@@ -11,8 +11,18 @@ from groundjudge.calibrate.trust import TrustRules
 from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.config import GatesConfig, Threshold
 from groundjudge.gate import evaluate_gates
-from groundjudge.judge.results import (CaseJudgement, ConfigJudgement, CriterionInfo, CriterionValue, JudgeIdentity,
-                                       JudgeRun, JudgeTotals, RubricRef, Usage, summarize_config)
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ConfigJudgement,
+    CriterionInfo,
+    CriterionValue,
+    JudgeIdentity,
+    JudgeRun,
+    JudgeTotals,
+    RubricRef,
+    Usage,
+    summarize_config,
+)
 from tests.test_gate import metrics
 
 CRITERIA = [CriterionInfo(name="faithful", kind="binary", labels=[True, False], metric="faithfulness"),

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from groundjudge.calibrate.selective import (NO_LAMBDA, clopper_pearson_lower, fit_cutoff, kappa_threshold,
-                                              min_kept, reliability, verdict_confidence)
+from groundjudge.calibrate.selective import (
+    NO_LAMBDA,
+    clopper_pearson_lower,
+    fit_cutoff,
+    kappa_threshold,
+    min_kept,
+    reliability,
+    verdict_confidence,
+)
 
 
 def test_the_confidence_of_a_verdict_is_its_probability_of_being_right() -> None:

@@ -133,7 +133,8 @@ def test_abstained_items_reach_the_second_judge_and_trusted_ones_never_do(tmp_pa
     assert out["gates"]["selective"]["per_config"][busy]["faithful"]["counts"]["escalated"] >= 1
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Selective trust" in text and "`large-judge` (escalation)" in text and "calibration figures" in text
-    assert f"Escalation judge `large-judge`: {len(by_source['escalated'])} item(s) sent, {calls[1]} HTTP requests" in text
+    sent = len(by_source["escalated"])
+    assert f"Escalation judge `large-judge`: {sent} item(s) sent, {calls[1]} HTTP requests" in text
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'aria-label="faithful: reliability' in html and 'aria-label="faithful: coverage vs agreement"' in html
 

@@ -25,7 +25,6 @@ so the sequence of tests stays fixed given the confidences.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any

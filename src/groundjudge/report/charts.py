@@ -199,11 +199,13 @@ def coverage_curve(title: str, curve: Sequence[dict], n: int, *, target: float, 
                    f'stroke-dasharray="2 2"/>')
     chosen = next((p for p in curve if cutoff is not None and p["cutoff"] == cutoff), None)
     if chosen is not None and n and chosen["agreement"] is not None:
-        out.append(f'<circle cx="{x0 + chosen["kept"] / n * size:.1f}" cy="{y0 + size - chosen["agreement"] * size:.1f}" '
-                   f'r="6" fill="none" stroke="{PALETTE[3]}" stroke-width="2"><title>lambda {cutoff:g}: '
+        cx, cy = x0 + chosen["kept"] / n * size, y0 + size - chosen["agreement"] * size
+        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="none" stroke="{PALETTE[3]}" stroke-width="2">'
+                   f'<title>lambda {cutoff:g}: '
                    f'{chosen["kept"]}/{n} kept, agreement {chosen["agreement"]:.3f}</title></circle>')
+    which = f"lambda {cutoff:g}" if cutoff is not None else "no lambda"
     out.append(f'<text x="{x0 + 4}" y="{ty - 4:.1f}" class="legend">target {target:g}</text>'
                f'<text x="{x0 + size - 4}" y="{y0 + 12}" text-anchor="end" class="legend">'
-               f'{"lambda " + format(cutoff, "g") if cutoff is not None else "no lambda"} · dashed: lower bound</text>')
+               f'{which} · dashed: lower bound</text>')
     out.append("</svg>")
     return "".join(out)
