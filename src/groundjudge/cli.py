@@ -244,6 +244,13 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
             f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
             f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion].reason)
     Console(highlight=False).print(table)
+    for criterion, stats in record["criteria"].items():
+        block = stats.get("selective")
+        if block:
+            kt = block["kappa_threshold"]
+            click.echo(f"{criterion}: selective trust (target {block['target_agreement']:g}, risk {block['risk']:g}): "
+                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}; kappa-maximising "
+                       f"threshold {_num(kt['threshold'])} (cross-fitted kappa {_num(kt['cross_fitted_kappa'])})")
 
 
 def _num(value: float | None) -> str:
