@@ -38,7 +38,7 @@ import numpy as np
 
 from groundjudge.calibrate.agreement import agreement
 from groundjudge.calibrate.record import build_record
-from groundjudge.calibrate.selective import fit_cutoff, verdict_confidence
+from groundjudge.calibrate.selective import fit_cutoff, kappa_threshold, reliability, verdict_confidence
 from groundjudge.calibrate.trust import TrustRules, trust_status
 from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.judge.results import CriterionInfo
@@ -176,6 +176,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:34} {left:>30}   {right:>30}")
     print(f"  selective: {first['reason']}")
     print(f"  all-or-nothing: {first['aon_reason']}; kappa on the measure half {f(first['test_kappa'])}")
+    conf = [verdict_confidence(bool(r["label"]), confidence_of(r)) for r in rows]
+    right = [bool(r["label"]) == bool(r["human_faithful"]) for r in rows]
+    table = reliability(conf, right)
+    scored = [(confidence_of(r), bool(r["human_faithful"])) for r in rows if confidence_of(r) is not None]
+    kt = kappa_threshold([c for c, _ in scored], [h for _, h in scored], seed=args.seed)  # type: ignore[misc]
+    print()
+    print(f"all {len(rows)} answers: {table.n} with a confidence; expected calibration error {f(table.ece)}; "
+          "reliability (verdict confidence bin: n, agreement): " + ", ".join(
+              f"{b.low:g}-{b.high:g}: {b.n}, {f(b.agreement)}" for b in table.bins if b.n))
+    print(f"  kappa-maximising threshold on the lowest claim support: {f(kt['threshold'], 2)}, cross-fitted kappa "
+          f"{f(kt['cross_fitted_kappa'])} ({kt['folds']} folds) against {f(kt['kappa_at_default'])} at "
+          f"{kt['default']:g}")
     if args.splits > 1:
         runs = [first] + [one_split(rows, args.seed + i, args.alpha, args.delta, rules) for i in range(1, args.splits)]
         found = [r for r in runs if r["lambda"] is not None]

@@ -32,9 +32,9 @@ def test_the_lower_bound_is_exact(agree: int, n: int, risk: float) -> None:
     assert clopper_pearson_lower(0, 10, 0.1) == 0.0 and clopper_pearson_lower(0, 0, 0.1) == 0.0
 
 
-def test_min_kept_is_the_fewest_items_that_pass_with_one_disagreement() -> None:
-    assert min_kept(0.9, 0.1) == 38
-    assert clopper_pearson_lower(37, 38, 0.1) >= 0.9 > clopper_pearson_lower(36, 37, 0.1)
+def test_min_kept_is_the_fewest_items_a_perfect_record_needs() -> None:
+    assert min_kept(0.9, 0.1) == 22  # 0.9**22 = 0.098 <= 0.1 < 0.9**21
+    assert clopper_pearson_lower(22, 22, 0.1) >= 0.9 > clopper_pearson_lower(21, 21, 0.1)
     with pytest.raises(ValueError):
         min_kept(1.0, 0.1)
 
@@ -61,8 +61,8 @@ def test_a_judge_that_is_often_wrong_keeps_nothing_and_says_so() -> None:
 
 
 def test_too_few_items_keep_nothing_and_items_without_confidence_are_never_kept() -> None:
-    fit = fit_cutoff([0.99] * 30, [True] * 30, target_agreement=0.9, risk=0.1)
-    assert fit.cutoff is None and "fewer than the 38" in fit.reason
+    fit = fit_cutoff([0.99] * 20, [True] * 20, target_agreement=0.9, risk=0.1)
+    assert fit.cutoff is None and "fewer than the 22" in fit.reason
     fit = fit_cutoff([None] * 50 + [0.99] * 50, [True] * 100, target_agreement=0.9, risk=0.1)
     assert fit.n == 100 and fit.n_confident == 50 and fit.kept == 50 and fit.coverage == 0.5
 
@@ -133,4 +133,4 @@ def test_kept_test_items_agree_at_least_one_minus_alpha_in_one_minus_delta_of_dr
           f"{(held - none) / (draws - none):.3f}")
     assert rate >= 1 - delta
     # and it is not vacuous: most draws keep something, a fair share of what an oracle would
-    assert none < 0.3 * draws and np.mean(coverage) > 0.4 * oracle
+    assert none < 0.3 * draws and np.mean(coverage) > 0.3 * oracle

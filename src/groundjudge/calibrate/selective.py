@@ -25,6 +25,7 @@ so the sequence of tests stays fixed given the confidences.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -64,18 +65,15 @@ def clopper_pearson_lower(agree: int, n: int, risk: float) -> float:
 
 
 def min_kept(target_agreement: float, risk: float) -> int:
-    """Fewest kept items worth testing: the smallest n at which n - 1 agreements out of n still
-    pass the bound (38 for target 0.9 at risk 0.1).
+    """Fewest kept items with which a cut-off can pass at all: the smallest n for which n
+    agreements out of n reach the bound, (1 - alpha)**n <= delta (22 for 0.9 at risk 0.1).
 
-    A cut-off keeping fewer could pass only on a perfect record, so one disagreement among the
-    few most confident items would stop the whole sequence before any larger set is looked at.
+    Testing a cut-off that keeps fewer would fail whatever the judge did and stop the sequence
+    before any larger set is looked at.
     """
     if not 0 < target_agreement < 1 or not 0 < risk < 1:
         raise ValueError("target_agreement and risk must lie strictly between 0 and 1")
-    n = 2
-    while clopper_pearson_lower(n - 1, n, risk) < target_agreement:
-        n += 1
-    return n
+    return max(1, math.ceil(math.log(risk) / math.log(target_agreement) - 1e-12))
 
 
 @dataclass(frozen=True)
