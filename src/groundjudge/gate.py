@@ -2,12 +2,14 @@
 
 Deterministic gates always apply. A judge gate (any metric a rubric criterion feeds) applies
 only when the judge is trusted for that criterion; otherwise it is reported as advisory with
-the reason. Where the calibration record holds a guaranteed cut-off for the criterion
-(selective trust, ``calibrate/cascade.py``), the gate counts the items decided by trusted
-verdicts, trusted escalated verdicts and human labels instead, and applies only when they cover
-at least ``min_coverage`` of the config's judged items; what the all-or-nothing rule would have
-said is reported beside it. ACL leaks and too many judge errors block whatever the averages say, in the configs
+the reason. ACL leaks and too many judge errors block whatever the averages say, in the configs
 the gates cover; leaks in other configs are reported beside the verdict and do not change it.
+
+Where the calibration record holds a guaranteed cut-off for the criterion (selective trust,
+``calibrate/cascade.py``), a judge gate instead takes the share of True labels among the items
+decided by trusted verdicts, trusted escalated verdicts and human labels, and applies only when
+they cover at least ``min_coverage`` of the config's judged items; what the all-or-nothing rule
+would have said is reported beside it.
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ def _selective_gate(common: dict[str, Any], cascade: CriterionCascade, threshold
              f"{1 - (cascade.guarantee_risk or 0.0):.2f}")
     return GateResult(**common, tag=None, value=cascade.rate, n=cascade.decided, status="pass" if ok else "fail",
                       blocking=True, all_or_nothing=today,
-                      reason=f"selective trust: coverage {cascade.coverage:.3f}: {who}; {level}")
+                      reason=f"selective trust (value: share of decided items labelled True): coverage "
+                             f"{cascade.coverage:.3f}: {who}; {level}")
 
 
 def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConfig, rules: TrustRules,
