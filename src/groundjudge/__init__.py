@@ -22,6 +22,7 @@ _EXPORTS = {
     "load_inputs": "groundjudge.api",
     "rubric_for": "groundjudge.api",
     "open_judge": "groundjudge.api",
+    "open_escalation": "groundjudge.api",
     "run_eval": "groundjudge.api",
     "RunResult": "groundjudge.api",
     "report_document": "groundjudge.api",

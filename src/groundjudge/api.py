@@ -107,6 +107,25 @@ def open_judge(config: Config, *, rubric: Rubric | None = None, log: IO[str] | N
         yield session
 
 
+@contextmanager
+def open_escalation(config: Config, *, log: IO[str] | None = None, quiet: bool = False,
+                    ) -> Iterator[JudgeSession | None]:
+    """The escalation judge named in ``[judge.escalate]`` (None when there is none): its own
+    endpoint, model and rubric (default: the first judge's), the same cache and decoding."""
+    escalate = config.judge.escalate
+    if escalate is None:
+        yield None
+        return
+    same_rubric = escalate.rubric in (None, config.judge.rubric)
+    judge = config.judge.model_copy(update={
+        "base_url": escalate.base_url, "model": escalate.model, "escalate": None, "model_snapshots": [],
+        "rubric": escalate.rubric or config.judge.rubric,
+        "rubric_version": config.judge.rubric_version if same_rubric else None})
+    second = config.model_copy(update={"judge": judge})
+    with open_judge(second, log=log, quiet=quiet) as session:
+        yield session
+
+
 @dataclass(frozen=True)
 class RunResult:
     """Everything one run found, typed: reports are written from it, nothing re-reads them."""
@@ -121,6 +140,7 @@ class RunResult:
     calibration: dict[str, Any] | None  # the record this judge is held to, if any
     bias_corrected: dict[str, Any] | None
     exit_code: int
+    escalation: JudgeRun | None = None  # the escalation judge's verdicts on the items sent to it
 
     @property
     def passed(self) -> bool:
@@ -136,9 +156,11 @@ def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Select
 
 
 def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
-             ) -> RunResult:
+             escalate: JudgeSession | None = None) -> RunResult:
     """metrics -> select -> judge -> calibration -> gates. Inputs are checked before any call
-    (``dataset``: inputs already loaded from ``config``)."""
+    (``dataset``: inputs already loaded from ``config``). With ``escalate`` (see
+    ``open_escalation``), items the first judge abstains on, under selective trust, and that no
+    person has labelled are judged again by it."""
     from groundjudge.calibrate.record import find_records
     from groundjudge.calibrate.verdicts import load_labels
     from groundjudge.gate import evaluate_gates
@@ -152,13 +174,38 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     judged = judge_run(judge, dataset, selections, progress)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
     records = find_records(config.trust.records_dir)
-    gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records)
+    selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress)
+    gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records, selective)
     judged_any = any(c.status == "judged" for s in judged.per_config.values() for c in s.cases.values())
     exit_code = 3 if judged.totals.stopped and not judged_any else (0 if gates.passed else 1)
     return RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
                      selections=tuple(selections), judge=judged, gates=gates,
                      calibration=calibration_summary(gates, records),
-                     bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code)
+                     bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code,
+                     escalation=escalated)
+
+
+def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]] | None,
+                    records: list[dict[str, Any]], dataset: Dataset, selections: list[Selection],
+                    escalate: JudgeSession | None, progress: Any = None) -> tuple[Any, JudgeRun | None]:
+    """Who decides each item under selective trust, escalating what the first judge abstains
+    on; (None, None) when no record of this judge holds a guaranteed cut-off."""
+    from groundjudge.calibrate.cascade import cutoffs_for, decide, to_escalate
+    from groundjudge.calibrate.verdicts import primary_rater
+    from groundjudge.judge.run import judge_run
+
+    cutoffs = cutoffs_for(judged.identity.model_dump(), records)
+    if not cutoffs:
+        return None, None
+    people = humans[primary_rater(humans)] if humans else None
+    escalated = None
+    if escalate is not None:
+        send = to_escalate(judged, cutoffs, people)
+        chosen = [s for s in selections if s.judge and (s.case_id, s.config_id) in send]
+        if chosen:
+            escalated = judge_run(escalate, dataset, chosen, progress)
+    later = cutoffs_for(escalated.identity.model_dump(), records) if escalated is not None else {}
+    return decide(judged, cutoffs, escalation=escalated, escalation_cutoffs=later, humans=people), escalated
 
 
 def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -168,7 +215,8 @@ def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dic
     if record is None:
         return None
     return {"path": path, "primary_rater": record["primary_rater"], "raters": record["raters"],
-            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"]}
+            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
+                                **({"selective": st["selective"]} if "selective" in st else {})}
                          for name, st in record["criteria"].items()},
             "claims": record["claims"]}
 
@@ -177,7 +225,8 @@ def trust_rules(config: Config) -> TrustRules:
     from groundjudge.calibrate.trust import TrustRules
 
     t = config.trust
-    return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower)
+    return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower,
+                      min_coverage=t.min_coverage)
 
 
 def bias_corrected_rates(judge: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]]) -> dict[str, Any]:
@@ -211,7 +260,8 @@ def report_document(result: RunResult) -> Any:
     base = metrics_document(result.dataset, result.metrics, result.settings)
     return ReportDocument(**{**dict(base), "kind": "groundjudge.report"}, judge=result.judge, gates=result.gates,
                           calibration=CalibrationSummary.model_validate(result.calibration)
-                          if result.calibration else None, bias_corrected=result.bias_corrected)
+                          if result.calibration else None, bias_corrected=result.bias_corrected,
+                          escalation=result.escalation)
 
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
@@ -225,13 +275,14 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     from groundjudge.report.judge_section import render_judge_markdown
     from groundjudge.report.junit import junit_xml
     from groundjudge.report.markdown import render_markdown
+    from groundjudge.report.selective_section import render_selective_markdown
     from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 
     out_dir = Path(out_dir)
     doc = as_json_dict(report_document(result))
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-    text += "\n" + render_judge_markdown(doc)
+    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
     if profile is not None:
         write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
         write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
@@ -334,7 +385,8 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     if primary_rater is not None and primary_rater not in humans:
         raise InputError.one(where, None, "primary-rater", f"no labels from {primary_rater!r}; have {sorted(humans)}")
     record = build_record(items, identity, humans, criteria, primary_rater=primary_rater, seed=seed,
-                          target_width=target_width)
+                          target_width=target_width, target_agreement=config.trust.target_agreement,
+                          risk=config.trust.risk)
     if position_probe is not None:
         record["position_probe"] = position_probe
     path = write_record(record, config.trust.records_dir)

@@ -178,8 +178,9 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
     own = api.profile_report(config, profile) if profile else None
-    with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
-        result = api.run_eval(config, judge, progress=progress, dataset=dataset)
+    with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
+            api.open_escalation(config, quiet=quiet) as escalate, JudgeProgress(quiet) as progress:
+        result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate)
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own)
     print_summary(doc, quiet)
     if not quiet:
@@ -253,6 +254,13 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
             f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
             f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion].reason)
     Console(highlight=False).print(table)
+    for criterion, stats in record["criteria"].items():
+        block = stats.get("selective")
+        if block:
+            kt = block["kappa_threshold"]
+            click.echo(f"{criterion}: selective trust (target {block['target_agreement']:g}, risk {block['risk']:g}): "
+                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}; kappa-maximising "
+                       f"threshold {_num(kt['threshold'])} (cross-fitted kappa {_num(kt['cross_fitted_kappa'])})")
 
 
 def _num(value: float | None) -> str:

@@ -53,6 +53,14 @@ class OutputConfig(_Section):
     out: Path | None = None
 
 
+class EscalateConfig(_Section):
+    """The judge that abstained verdicts go to next (any OpenAI-compatible endpoint)."""
+
+    base_url: str
+    model: str
+    rubric: str | None = None  # default: the first judge's rubric
+
+
 class JudgeConfig(_Section):
     base_url: str | None = None  # unset: the embedded local judge
     model: str | None = None
@@ -77,6 +85,7 @@ class JudgeConfig(_Section):
     price_completion_per_mtok: float = Field(default=0.0, ge=0)
     baseline_config: str | None = None
     retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
+    escalate: EscalateConfig | None = None
 
 
 class LocalJudgeConfig(_Section):
@@ -109,6 +118,13 @@ class TrustConfig(_Section):
     min_kappa: float = 0.6
     min_kappa_lower: float = 0.4
     records_dir: Path = Path("calibration/records")
+    # selective trust: verdicts at or above the cut-off agree with people at least
+    # target_agreement (1 - alpha) of the time, with probability at least 1 - risk (delta)
+    target_agreement: float = Field(default=0.9, gt=0, lt=1)
+    risk: float = Field(default=0.1, gt=0, lt=1)
+    # a judge gate counts only when trusted, escalated and human-labelled verdicts together
+    # cover at least this share of the config's judged items
+    min_coverage: float = Field(default=0.8, ge=0, le=1)
 
 
 class CacheConfig(_Section):

@@ -4,6 +4,12 @@ Deterministic gates always apply. A judge gate (any metric a rubric criterion fe
 only when the judge is trusted for that criterion; otherwise it is reported as advisory with
 the reason. ACL leaks and too many judge errors block whatever the averages say, in the configs
 the gates cover; leaks in other configs are reported beside the verdict and do not change it.
+
+Where the calibration record holds a guaranteed cut-off for the criterion (selective trust,
+``calibrate/cascade.py``), a judge gate instead takes the share of True labels among the items
+decided by trusted verdicts, trusted escalated verdicts and human labels, and applies only when
+they cover at least ``min_coverage`` of the config's judged items; what the all-or-nothing rule
+would have said is reported beside it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from groundjudge.calibrate.cascade import CriterionCascade, SelectiveTrust
 from groundjudge.calibrate.trust import TrustRules, TrustStatus, trust_status
 from groundjudge.config import GatesConfig, Threshold
 from groundjudge.judge.results import JudgeRun
@@ -33,6 +40,7 @@ class GateResult(BaseModel):
     status: Status
     blocking: bool
     reason: str
+    all_or_nothing: str | None = None  # selective gates: what the all-or-nothing rule would have said
 
 
 class GateReport(BaseModel):
@@ -44,6 +52,7 @@ class GateReport(BaseModel):
     ungated_acl_leaks: dict[str, list[str]]  # config not covered by the gates -> cases that leak
     trust: dict[str, TrustStatus]  # judge metric -> trust of the criterion that feeds it
     rules: TrustRules
+    selective: SelectiveTrust | None = None
 
 
 def _check(value: float | None, threshold: Threshold) -> bool:
@@ -69,8 +78,31 @@ def _leaks(metrics: MetricsRun, cfg: str) -> list[str]:
     return [c.case_id for c in metrics.configs[cfg].cases if c.acl_leaks]
 
 
+def _f(value: float | None) -> str:
+    return "none" if value is None else f"{value:.3f}"
+
+
+def _selective_gate(common: dict[str, Any], cascade: CriterionCascade, threshold: Threshold, rules: TrustRules,
+                    today: str) -> GateResult:
+    c = cascade.counts
+    ok = _check(cascade.rate, threshold)
+    who = (f"{c['trusted']} trusted, {c['escalated']} escalated, {c['human']} human of {cascade.items} judged items"
+           f" ({c['queued']} queued for people)")
+    if cascade.coverage is None or cascade.coverage < rules.min_coverage:
+        return GateResult(**common, tag=None, value=cascade.rate, n=cascade.decided, status="advisory",
+                          blocking=False, all_or_nothing=today,
+                          reason=f"{'would pass' if ok else 'would fail'}; selective trust: coverage "
+                                 f"{_f(cascade.coverage)} < min_coverage {rules.min_coverage}: {who}")
+    level = (f"decided items agree with people >= {cascade.guaranteed:.3f} with probability >= "
+             f"{1 - (cascade.guarantee_risk or 0.0):.2f}")
+    return GateResult(**common, tag=None, value=cascade.rate, n=cascade.decided, status="pass" if ok else "fail",
+                      blocking=True, all_or_nothing=today,
+                      reason=f"selective trust (value: share of decided items labelled True): coverage "
+                             f"{cascade.coverage:.3f}: {who}; {level}")
+
+
 def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConfig, rules: TrustRules,
-                   records: Sequence[dict[str, Any]]) -> GateReport:
+                   records: Sequence[dict[str, Any]], selective: SelectiveTrust | None = None) -> GateReport:
     """Every gate's result; ``passed`` is False when any blocking gate failed."""
     results: list[GateResult] = []
     trust: dict[str, TrustStatus] = {}
@@ -101,7 +133,13 @@ def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConf
                 value, n = (summary.value, summary.n) if summary else (None, 0)
                 t = trust.get(metric) or TrustStatus(trusted=False, reason="no judge ran")
                 ok = _check(value, threshold)
-                if not t.trusted:
+                crit = judge.criterion_for_metric(metric) if judge else None
+                cascade = selective.per_config.get(cfg, {}).get(crit.name) if selective and crit else None
+                if cascade is not None:
+                    today = (f"{'would pass' if ok else 'would fail'} on all {n} verdicts (mean {_f(value)}), "
+                             f"{'blocking' if t.trusted else 'advisory'}: {t.reason}")
+                    results.append(_selective_gate(common, cascade, threshold, rules, today))
+                elif not t.trusted:
                     results.append(GateResult(**common, tag=None, value=value, n=n, status="advisory", blocking=False,
                                               reason=f"{'would pass' if ok else 'would fail'}; {t.reason}"))
                 else:
@@ -133,4 +171,4 @@ def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConf
     ungated = {cfg: leaks for cfg in configs if cfg not in gated and (leaks := _leaks(metrics, cfg))}
     failed = [r for r in results if r.status == "fail" and r.blocking]
     return GateReport(passed=not failed, failed=[r.name for r in failed], results=results, gated_configs=gated,
-                      ungated_acl_leaks=ungated, trust=trust, rules=rules)
+                      ungated_acl_leaks=ungated, trust=trust, rules=rules, selective=selective)

@@ -85,10 +85,40 @@ def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
     return {"matched_claims": matched, "agreement": agree / matched if matched else None}
 
 
+def selective_trust(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemLabels], criterion: CriterionInfo,
+                    *, target_agreement: float, risk: float, seed: int) -> dict[str, Any] | None:
+    """Reliability, the cross-fitted kappa threshold and the guaranteed cut-off of a binary
+    criterion whose verdicts carry a confidence; None for any other criterion."""
+    from groundjudge.calibrate.selective import fit_cutoff, kappa_threshold, reliability, verdict_confidence
+
+    if criterion.kind != "binary":
+        return None
+    rows = []
+    for key, item in sorted(judge.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        other = lookup(human, key)
+        said, truth = item.labels.get(criterion.name), other.labels.get(criterion.name) if other else None
+        if said is None or truth is None:
+            continue
+        rows.append((said, item.confidence.get(criterion.name), truth))
+    if not any(conf is not None for _, conf, _ in rows):
+        return None
+    confidence = [verdict_confidence(bool(said), conf) for said, conf, _ in rows]
+    correct = [bool(said) == bool(truth) for said, _, truth in rows]
+    scored = [(conf, bool(truth)) for _, conf, truth in rows if conf is not None]
+    return {
+        "target_agreement": target_agreement, "risk": risk,
+        "verdict_confidence": "the judge's P(True) for a True verdict, 1 - P(True) for a False one",
+        "reliability": reliability(confidence, correct).as_dict(),
+        "kappa_threshold": kappa_threshold([c for c, _ in scored], [t for _, t in scored], seed=seed),
+        "cutoff": fit_cutoff(confidence, correct, target_agreement=target_agreement, risk=risk).as_dict(),
+    }
+
+
 def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, Any],
                  humans: dict[str, dict[ItemKey, ItemLabels]], criteria: Sequence[CriterionInfo], *,
                  primary_rater: str | None = None,
-                 seed: int = 0, target_width: float = 0.2, reps: int = 2000) -> dict[str, Any]:
+                 seed: int = 0, target_width: float = 0.2, reps: int = 2000,
+                 target_agreement: float = 0.9, risk: float = 0.1) -> dict[str, Any]:
     if not humans:
         raise ValueError("no human labels")
     primary = primary_rater or default_primary(humans)
@@ -104,6 +134,10 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
             "inter_rater": {f"{r1}~{r2}": _agree(humans[r1], humans[r2], criterion, seed, target_width, reps)
                             for r1, r2 in combinations(sorted(humans), 2)},
         }
+        selective = selective_trust(judge, humans[primary], criterion, target_agreement=target_agreement,
+                                    risk=risk, seed=seed)
+        if selective is not None:
+            stats[criterion.name]["selective"] = selective
     ident = identity(judge_provenance)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -115,6 +149,7 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
         "raters": {r: len(v) for r, v in sorted(humans.items())},
         "judged_items": len(judge),
         "bootstrap": {"seed": seed, "reps": reps, "level": 0.95, "target_width": target_width},
+        "selective": {"target_agreement": target_agreement, "risk": risk},
         "criteria": stats,
         "claims": claim_agreement(judge, humans[primary]),
         "tool": provenance(),

@@ -20,6 +20,7 @@ class TrustRules(BaseModel):
     min_items: int = 50
     min_kappa: float = 0.6
     min_kappa_lower: float = 0.4
+    min_coverage: float = 0.8  # selective trust: decided share of a config's judged items
 
 
 class TrustStatus(BaseModel):

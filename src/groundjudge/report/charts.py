@@ -123,3 +123,89 @@ def interval(title: str, rows: Sequence[tuple[str, float | None, float | None, f
                    f'{k:.3f}</title></circle><text x="{x(k) + 8:.1f}" y="{y - 6}" class="value">{k:.2f}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def _frame(title: str, width: int, height: int) -> list[str]:
+    return [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+            f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
+
+
+def _unit_axes(x0: float, y0: float, size: float, xlabel: str, ylabel: str, *, x_from: float = 0.0) -> list[str]:
+    """A square plot area with [x_from, 1] across and [0, 1] up, gridlines every 0.25 (or 0.1)."""
+    out = [f'<rect x="{x0}" y="{y0}" width="{size}" height="{size}" fill="none" stroke="#888"/>']
+    step = 0.1 if x_from >= 0.5 else 0.25
+    ticks = [round(x_from + i * step, 2) for i in range(int(round((1 - x_from) / step)) + 1)]
+    for t in ticks:
+        x = x0 + (t - x_from) / (1 - x_from) * size
+        out.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + size}" stroke="#eee"/>'
+                   f'<text x="{x:.1f}" y="{y0 + size + 14}" text-anchor="middle" class="legend">{t:g}</text>')
+    for t in (0, 0.25, 0.5, 0.75, 1):
+        y = y0 + size - t * size
+        out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x0 + size}" y2="{y:.1f}" stroke="#eee"/>'
+                   f'<text x="{x0 - 4}" y="{y + 4:.1f}" text-anchor="end" class="legend">{t:g}</text>')
+    out.append(f'<text x="{x0 + size / 2}" y="{y0 + size + 30}" text-anchor="middle" class="label">'
+               f'{escape(xlabel)}</text>'
+               f'<text x="12" y="{y0 + size / 2}" transform="rotate(-90 12 {y0 + size / 2})" text-anchor="middle" '
+               f'class="label">{escape(ylabel)}</text>')
+    return out
+
+
+def reliability_diagram(title: str, bins: Sequence[dict], *, ece: float | None = None, size: int = 260) -> str:
+    """Agreement against mean confidence per bin (dot area ~ items), beside the diagonal of a
+    perfectly calibrated judge. ``bins``: the record's reliability bins (low, high, n,
+    confidence, agreement)."""
+    x0, y0 = 48, 30
+    out = _frame(title + ("" if ece is None else f" (ECE {ece:.3f})"), size + x0 + 20, size + y0 + 40)
+    out += _unit_axes(x0, y0, size, "verdict confidence", "agreement with people")
+    out.append(f'<line x1="{x0}" y1="{y0 + size}" x2="{x0 + size}" y2="{y0}" stroke="#bbb" stroke-dasharray="4 3"/>')
+    top = max((b["n"] for b in bins), default=1) or 1
+    for b in bins:
+        if not b["n"] or b["confidence"] is None or b["agreement"] is None:
+            continue
+        x, y = x0 + b["confidence"] * size, y0 + size - b["agreement"] * size
+        r = 3 + 7 * (b["n"] / top) ** 0.5
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="{PALETTE[0]}" fill-opacity="0.75">'
+                   f'<title>confidence {b["low"]:g}–{b["high"]:g}: n={b["n"]}, mean confidence '
+                   f'{b["confidence"]:.3f}, agreement {b["agreement"]:.3f}</title></circle>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def coverage_curve(title: str, curve: Sequence[dict], n: int, *, target: float, cutoff: float | None,
+                   size: int = 260) -> str:
+    """Agreement among kept items (and its lower bound where tested) against coverage, one point
+    per cut-off of the grid; the target as a dashed line and the chosen cut-off ringed."""
+    x0, y0 = 48, 30
+    out = _frame(title, size + x0 + 20, size + y0 + 40)
+    out += _unit_axes(x0, y0, size, "coverage (share of items kept)", "agreement among kept items")
+    ty = y0 + size - target * size
+    out.append(f'<line x1="{x0}" y1="{ty:.1f}" x2="{x0 + size}" y2="{ty:.1f}" stroke="{PALETTE[3]}" '
+               f'stroke-dasharray="4 3"/>')
+    seen: set[int] = set()
+    line, bound = [], []
+    for p in sorted(curve, key=lambda p: p["kept"]):
+        if not n or not p["kept"] or p["kept"] in seen or p["agreement"] is None:
+            continue
+        seen.add(p["kept"])
+        x = x0 + p["kept"] / n * size
+        line.append(f"{x:.1f},{y0 + size - p['agreement'] * size:.1f}")
+        if p["bound"] is not None:
+            bound.append(f"{x:.1f},{y0 + size - p['bound'] * size:.1f}")
+    if line:
+        out.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{PALETTE[0]}" stroke-width="2"/>')
+    if bound:
+        out.append(f'<polyline points="{" ".join(bound)}" fill="none" stroke="{PALETTE[1]}" stroke-width="1.5" '
+                   f'stroke-dasharray="2 2"/>')
+    chosen = next((p for p in curve if cutoff is not None and p["cutoff"] == cutoff), None)
+    if chosen is not None and n and chosen["agreement"] is not None:
+        cx, cy = x0 + chosen["kept"] / n * size, y0 + size - chosen["agreement"] * size
+        out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="none" stroke="{PALETTE[3]}" stroke-width="2">'
+                   f'<title>lambda {cutoff:g}: '
+                   f'{chosen["kept"]}/{n} kept, agreement {chosen["agreement"]:.3f}</title></circle>')
+    which = f"lambda {cutoff:g}" if cutoff is not None else "no lambda"
+    out.append(f'<text x="{x0 + 4}" y="{ty - 4:.1f}" class="legend">target {target:g}</text>'
+               f'<text x="{x0 + size - 4}" y="{y0 + 12}" text-anchor="end" class="legend">'
+               f'{which} · dashed: lower bound</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -109,6 +109,7 @@ class ReportDocument(MetricsDocument):
     gates: GateReport
     calibration: CalibrationSummary | None
     bias_corrected: dict[str, Any] | None = None  # PPI estimates, with --labels
+    escalation: JudgeRun | None = None  # the escalation judge's verdicts (selective trust)
 
 
 def _summaries(values: dict[str, Any]) -> dict[str, MetricValue]:

@@ -120,6 +120,15 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
                 f"{criterion}: judge vs {calibration['primary_rater']}", j["labels"], j["confusion"]))
         out["kappa"] = Markup(charts.interval("Cohen's kappa with 95% CI", rows,
                                               threshold=doc["gates"]["rules"]["min_kappa"]))
+        for criterion, stats in calibration["criteria"].items():
+            block = stats.get("selective")
+            if block:
+                fit = block["cutoff"]
+                out[f"reliability_{criterion}"] = Markup(charts.reliability_diagram(
+                    f"{criterion}: reliability", block["reliability"]["bins"], ece=block["reliability"]["ece"]))
+                out[f"coverage_{criterion}"] = Markup(charts.coverage_curve(
+                    f"{criterion}: coverage vs agreement", fit["curve"], fit["n"], target=fit["target_agreement"],
+                    cutoff=fit["cutoff"]))
     return out
 
 

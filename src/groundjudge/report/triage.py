@@ -14,6 +14,7 @@ from typing import Any
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
+from groundjudge.report.selective_section import queue_lines
 
 CLAIM_KINDS = {"unsupported": "unsupported_claim", "contradicted": "contradicted_claim",
                "misattributed": "misattributed_citation"}
@@ -113,7 +114,7 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
     """Findings grouped by case; with the run's report (``doc``), the judge's trust status first."""
     out = ["# Triage", ""]
     if doc is not None:
-        out += trust_lines(doc)
+        out += trust_lines(doc) + queue_lines(doc)
     out += [f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
             "others are the judge's findings.", ""]

@@ -1,0 +1,105 @@
+"""Selective trust in report.md and triage.md: who decided each judge gate's items, the agreement
+level guaranteed, what the all-or-nothing rule would have said, the human queue, and the
+record's reliability and coverage-vs-agreement figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundjudge.report.numbers import number
+
+QUEUE_SHOWN = 50
+
+
+def queue_lines(doc: dict[str, Any]) -> list[str]:
+    """The items no trusted judge and no person has decided yet: the human queue."""
+    selective = (doc.get("gates") or {}).get("selective")
+    if not selective or not selective["queue"]:
+        return []
+    queue = selective["queue"]
+    out = [f"### Human queue ({len(queue)} item(s))", "",
+           "Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label`) to "
+           "raise the gates' coverage.", ""]
+    out += [f"- `{q['case_id']}` ({q['config_id']}): {', '.join(q['criteria'])}" for q in queue[:QUEUE_SHOWN]]
+    if len(queue) > QUEUE_SHOWN:
+        out.append(f"- … and {len(queue) - QUEUE_SHOWN} more in report.json (`gates.selective.queue`)")
+    return out + [""]
+
+
+def _cutoff_row(judge: str, name: str, c: dict[str, Any]) -> str:
+    lam = "none: keeps nothing" if c["cutoff"] is None else f"{c['cutoff']:g}"
+    return (f"| {judge} | {name} | {lam} | {c['target_agreement']:g} | {c['risk']:g} | {number(c['coverage'], 3)} "
+            f"(n={c['n']}) | {number(c['bound'], 3)} |")
+
+
+def _figures(name: str, block: dict[str, Any]) -> list[str]:
+    rel, fit, kt = block["reliability"], block["cutoff"], block["kappa_threshold"]
+    out = [f"#### `{name}`: calibration figures", "",
+           f"Verdict confidence: {block['verdict_confidence']}. Expected calibration error "
+           f"{number(rel['ece'], 3)} (n={rel['n']}). Kappa-maximising threshold on P(True) "
+           f"{number(kt['threshold'], 2)}: cross-fitted kappa {number(kt['cross_fitted_kappa'], 3)} over "
+           f"{kt['folds']} folds, against {number(kt['kappa_at_default'], 3)} at the rubric's {kt['default']:g}.", "",
+           "| confidence | n | mean confidence | agreement |", "|---|---|---|---|"]
+    out += [f"| {b['low']:g}–{b['high']:g} | {b['n']} | {number(b['confidence'], 3)} | {number(b['agreement'], 3)} |"
+            for b in rel["bins"] if b["n"]]
+    out += ["", f"Coverage against agreement ({fit['reason']}):", "",
+            "| cut-off | kept | coverage | agreement | lower bound | test |", "|---|---|---|---|---|---|"]
+    rows: dict[int, dict[str, Any]] = {}  # kept -> the lowest cut-off keeping them, tested ones first
+    for p in fit["curve"]:
+        have = rows.get(p["kept"])
+        if p["kept"] and (have is None or p["bound"] is not None or have["bound"] is None):
+            rows[p["kept"]] = p
+    for p in sorted(rows.values(), key=lambda p: -p["cutoff"]):
+        out.append(f"| {p['cutoff']:g} | {p['kept']} | {number(p['kept'] / fit['n'] if fit['n'] else None, 3)} | "
+                   f"{number(p['agreement'], 3)} | {number(p['bound'], 3)} | {p['status'].replace('_', ' ')} |")
+    return out + [""]
+
+
+def render_selective_markdown(doc: dict[str, Any]) -> str:
+    """The section, or "" when no judge of the run has a guaranteed cut-off."""
+    selective = (doc.get("gates") or {}).get("selective")
+    if not selective:
+        return ""
+    out = ["## Selective trust", "",
+           "Each judged item is decided by the first judge's verdict when its confidence reaches that judge's "
+           "cut-off lambda (`trusted`), else by a human label, else by the escalation judge's verdict at its own "
+           "cut-off (`escalated`); otherwise it waits in the human queue. With probability at least 1 - risk, "
+           "verdicts at or above lambda agree with people at least `target` of the time.", "",
+           "| judge | criterion | lambda | target | risk | coverage on calibration | lower bound |",
+           "|---|---|---|---|---|---|---|"]
+    first_model = doc["judge"]["identity"]["model"]
+    out += [_cutoff_row(f"`{first_model}`", name, c) for name, c in selective["first"].items()]
+    out += [_cutoff_row(f"`{selective['escalation_model']}` (escalation)", name, c)
+            for name, c in selective["escalation"].items()]
+    if selective["escalation_model"] and not selective["escalation"]:
+        out.append(f"| `{selective['escalation_model']}` (escalation) | – | no calibration record for it: "
+                   "its verdicts are never trusted | | | | |")
+    out += ["", "| config | criterion | items | trusted | escalated | human | queued | coverage | rate (True) | "
+            "guaranteed agreement | PPI rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for cfg, per in selective["per_config"].items():
+        for name, c in per.items():
+            k = c["counts"]
+            level = ("–" if c["guaranteed"] is None else
+                     f">= {c['guaranteed']:.3f} (prob. >= {1 - c['guarantee_risk']:.2f})")
+            ppi = c["ppi"]
+            ppi_text = ("–" if not ppi or ppi["corrected"] is None else
+                        f"{ppi['corrected']:.3f} [{ppi['ci_low']:.3f}, {ppi['ci_high']:.3f}] (n={ppi['n_labelled']})")
+            out.append(f"| {cfg} | {name} | {c['items']} | {k['trusted']} | {k['escalated']} | {k['human']} | "
+                       f"{k['queued']} | {number(c['coverage'], 3)} | {number(c['rate'], 3)} | {level} | {ppi_text} |")
+    gates = [g for g in doc["gates"]["results"] if g.get("all_or_nothing")]
+    if gates:
+        out += ["", "| gate | under selective trust | under the all-or-nothing rule |", "|---|---|---|"]
+        out += [f"| {g['name']} | {g['status']}: {g['reason']} | {g['all_or_nothing']} |" for g in gates]
+    esc = doc.get("escalation")
+    if esc:
+        u = esc["totals"]["usage"]
+        out += ["", f"Escalation judge `{esc['identity']['model']}`: {esc['to_judge']} item(s) sent, "
+                f"{u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} completion "
+                f"tokens, ${u['cost_usd']:.4f}; {esc['totals']['cache_hits']} from the cache."]
+    out.append("")
+    out += queue_lines(doc)
+    calibration = doc.get("calibration") or {}
+    for name, st in (calibration.get("criteria") or {}).items():
+        if st.get("selective"):
+            out += _figures(name, st["selective"])
+    return "\n".join(out) + "\n"

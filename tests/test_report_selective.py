@@ -1,0 +1,61 @@
+"""Selective trust in the reports: the markdown section, the human queue in triage, and the
+reliability and coverage charts (well-formed SVG, one mark per non-empty bin)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from groundjudge.calibrate.cascade import cutoffs_for, decide
+from groundjudge.calibrate.trust import TrustRules
+from groundjudge.gate import evaluate_gates
+from groundjudge.report.charts import coverage_curve, reliability_diagram
+from groundjudge.report.selective_section import queue_lines, render_selective_markdown
+from groundjudge.report.triage import render_triage_markdown
+from tests.test_calibrate_cascade import FIRST, FIRST_RUN, GATES, HUMANS, record
+from tests.test_gate import metrics
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def document() -> dict:
+    rec = record()
+    trust = decide(FIRST_RUN, cutoffs_for(FIRST, [rec]), humans=HUMANS)
+    gates = evaluate_gates(metrics(), FIRST_RUN, GATES, TrustRules(min_coverage=0.8), [rec], trust)
+    criteria = {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
+                       **({"selective": st["selective"]} if "selective" in st else {})}
+                for name, st in rec["criteria"].items()}
+    return {"judge": FIRST_RUN.model_dump(mode="json"), "gates": gates.model_dump(mode="json"), "escalation": None,
+            "calibration": {"path": rec["_path"], "primary_rater": "alice", "criteria": criteria}}
+
+
+def test_report_md_states_sources_level_old_rule_queue_and_figures() -> None:
+    doc = document()
+    text = render_selective_markdown(doc)
+    assert "## Selective trust" in text
+    assert "| `small-judge` | faithful | 0.61 | 0.9 | 0.1 | 0.800 (n=100) |" in text
+    # q0-q5 trusted, q8 human, q6 q7 q9 queued (no escalation judge)
+    assert "| cand | faithful | 10 | 6 | 0 | 1 | 3 | 0.700 | 0.857 | >= 0.914 (prob. >= 0.90) |" in text
+    assert "under the all-or-nothing rule" in text and "on all 10 verdicts" in text
+    assert "### Human queue (3 item(s))" in text and "- `q7` (cand): faithful" in text
+    assert "#### `faithful`: calibration figures" in text and "Expected calibration error" in text
+    assert "| 0.61 | 80 | 0.800 | 1.000 |" in text and "| 0.6 | 100 | 1.000 | 0.900 |" in text
+    triage = render_triage_markdown([], doc)
+    assert "### Human queue (3 item(s))" in triage
+    assert render_selective_markdown({"gates": {"selective": None}}) == "" and queue_lines({"gates": {}}) == []
+
+
+def test_reliability_and_coverage_charts_are_well_formed_svg() -> None:
+    block = record()["criteria"]["faithful"]["selective"]
+    svg = ET.fromstring(reliability_diagram("faithful <reliability>", block["reliability"]["bins"],
+                                            ece=block["reliability"]["ece"]))
+    non_empty = [b for b in block["reliability"]["bins"] if b["n"]]
+    assert len(svg.findall(f"{SVG}circle")) == len(non_empty) == 2
+    assert svg.find(f"{SVG}title").text.startswith("faithful <reliability> (ECE")  # escaped, then parsed back
+    fit = block["cutoff"]
+    curve = ET.fromstring(coverage_curve("coverage", fit["curve"], fit["n"], target=0.9, cutoff=fit["cutoff"]))
+    lines = curve.findall(f"{SVG}polyline")
+    assert len(lines) == 2  # agreement among kept items, and the lower bound where tested
+    assert len(lines[0].get("points").split()) == len({p["kept"] for p in fit["curve"] if p["kept"]})
+    assert len(curve.findall(f"{SVG}circle")) == 1  # the chosen cut-off
+    none = ET.fromstring(coverage_curve("coverage", fit["curve"], fit["n"], target=0.9, cutoff=None))
+    assert not none.findall(f"{SVG}circle") and "no lambda" in ET.tostring(none, encoding="unicode")
