@@ -17,7 +17,7 @@ RANK = {
     "calibrate": 5,
     "gate": 6,
     "report": 7,
-    "progress": 8,
+    "progress": 8, "history": 8,
     "api": 9,
     "cli": 10,
 }

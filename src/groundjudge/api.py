@@ -214,9 +214,37 @@ def report_document(result: RunResult) -> Any:
                           if result.calibration else None, bias_corrected=result.bias_corrected)
 
 
+def history_path(config: Config, out_dir: str | Path) -> Path | None:
+    """Where this run's summary goes: ``[output] history``, else ``history.sqlite`` beside the
+    run folder (``runs/history.sqlite`` for the default ``runs/<timestamp>``); None when off."""
+    if not config.output.keep_history:
+        return None
+    return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
+
+
+def record_history(result: RunResult, document: Any, out_dir: str | Path, path: str | Path,
+                   ) -> dict[str, Any] | None:
+    """Append the run to the history at ``path``; returns the trend chart's data for the gated
+    config over the last ``[output] trend_runs`` runs."""
+    from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
+    from groundjudge.history.summary import pack, per_case_values
+
+    inputs = result.config.inputs
+    store = HistoryStore(path)
+    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir)
+    run_id = store.append(summary, pack(per_case_values(document)))
+    config = (result.gates.gated_configs or list(summary.configs))[-1]
+    last = result.config.output.trend_runs
+    metrics = (default_metrics(store.get(run_id), config, prefer=list(result.config.gates.metrics))
+               if config in summary.configs else [])
+    points = trend(store, metrics, config=config, last=last)
+    return trend_view(points, config, str(path)) if points else None
+
+
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
-                      ) -> dict[str, Any]:
+                      history: str | Path | None = None) -> dict[str, Any]:
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked).
+    With ``history``, the run is appended to that history first and the HTML shows its trend.
     Returns report.json's content."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
@@ -228,14 +256,16 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 
     out_dir = Path(out_dir)
-    doc = as_json_dict(report_document(result))
+    typed = report_document(result)
+    trend = record_history(result, typed, out_dir, history) if history is not None else None
+    doc = as_json_dict(typed)
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     write_json_atomic(out_dir / "report.json", doc)
     write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
-    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))
+    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -151,11 +151,14 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
               help="Human labels JSONL (repeatable): judge rates are also reported bias-corrected (PPI).")
 @click.option("--keep-errors", is_flag=True,
               help="Do not ask again a case whose cached replies were invalid (default: ask again).")
+@click.option("--history", "history_file", type=click.Path(path_type=Path),
+              help="Run history to append to (default: history.sqlite beside the run folder).")
+@click.option("--no-history", is_flag=True, help="Do not append this run to the run history.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
-        labels: tuple[Path, ...], keep_errors: bool) -> None:
+        labels: tuple[Path, ...], keep_errors: bool, history_file: Path | None, no_history: bool) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports."""
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
@@ -166,13 +169,14 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.model": judge_model, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
-        "cache.enabled": False if no_cache else None})
+        "cache.enabled": False if no_cache else None, "output.history": history_file,
+        "output.keep_history": False if no_history else None})
     out_dir = config.output.out or default_out()
     rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
     with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
         result = api.run_eval(config, judge, progress=progress, dataset=dataset)
-    doc = api.write_run_reports(result, out_dir, junit=junit)
+    doc = api.write_run_reports(result, out_dir, junit=junit, history=api.history_path(config, out_dir))
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals
@@ -184,6 +188,63 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     if result.judge.totals.stopped:
         click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
     sys.exit(result.exit_code)
+
+
+@main.command()
+@click.option("--history", "history_file", type=click.Path(path_type=Path),
+              help="Run history (default: [output] history, else runs/history.sqlite).")
+@click.option("--metric", "metrics", multiple=True, help="Metric to show (repeatable; default: headline metrics).")
+@click.option("--config", "config_id", help="Only this system config (as in triage).")
+@click.option("--settings", "config_path", type=click.Path(path_type=Path),
+              help="TOML config file, for its [output] history.")
+@click.option("--last", type=click.IntRange(min=1), default=20, show_default=True, help="Runs to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the points as JSON lines.")
+@click.option("--fail-on-drop", is_flag=True, help="Exit 1 when the newest run has a real drop.")
+def history(config_path: Path | None, history_file: Path | None, metrics: tuple[str, ...], config_id: str | None,
+            last: int, as_json: bool, fail_on_drop: bool) -> None:
+    """Trends over past runs: each run against the previous comparable one, real drops flagged."""
+    from groundjudge import api
+    from groundjudge.history import HistoryStore, default_metrics, trend
+    from groundjudge.report.numbers import number
+
+    config = api.resolve_config(config_path, {"output.history": history_file})
+    path = config.output.history or Path("runs") / "history.sqlite"
+    store = HistoryStore(path)
+    runs = store.runs(last)
+    if not path.exists() or not runs:
+        raise InputError.one(path, None, "history", "no runs recorded here yet")
+    newest = runs[-1]
+    configs = [config_id] if config_id else sorted({c for r in runs for c in r.summary.configs})
+    points = []
+    for cfg in configs:
+        if not any(cfg in r.summary.configs for r in runs):
+            raise InputError.one(path, None, "config", f"no runs of config {cfg!r}")
+        holder = next(r for r in reversed(runs) if cfg in r.summary.configs)
+        points += trend(store, list(metrics) or default_metrics(holder, cfg), config=cfg, last=last)
+    if as_json:
+        for p in points:
+            click.echo(json.dumps(p.as_dict()))
+    else:
+        by_run = {r.id: r for r in runs}
+        for cfg in configs:
+            for metric in dict.fromkeys(p.metric for p in points if p.config == cfg):
+                click.echo(f"\n{cfg} · {metric}")
+                click.echo(f"{'run':>5}  {'started':20}  {'golden':8}  {'rubric':8}  {'value':>8}  {'n':>6}  "
+                           f"{'delta':>8}  {'p':>7}  status")
+                for p in (p for p in points if p.config == cfg and p.metric == metric):
+                    s = by_run[p.run_id].summary
+                    mark = ("DROP (real)" if p.drop else f"{p.verdict}" if p.verdict else p.status)
+                    if p.status == "break":
+                        mark = f"BREAK: {p.note}" + (f"; {'DROP (real)' if p.drop else p.verdict}" if p.verdict else "")
+                    delta = f"{p.delta:+.4f}" if p.delta is not None else "–"
+                    click.echo(f"{p.run_id:>5}  {s.started_at:20}  {(s.golden_hash or '–')[:8]:8}  "
+                               f"{(s.rubric_hash or '–')[:8]:8}  {number(p.value, 4):>8}  {p.n:>6}  {delta:>8}  "
+                               f"{number(p.p_value, 4):>7}  {mark}")
+    drops = [p for p in points if p.drop and p.run_id == newest.id]
+    if drops:
+        click.echo("real drops in the newest run: " + ", ".join(f"{p.config}:{p.metric}" for p in drops), err=True)
+        if fail_on_drop:
+            sys.exit(1)
 
 
 @main.command()

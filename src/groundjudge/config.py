@@ -51,6 +51,9 @@ class MetricsConfig(_Section):
 
 class OutputConfig(_Section):
     out: Path | None = None
+    history: Path | None = None  # run history (SQLite); unset: history.sqlite beside the run folder
+    keep_history: bool = True
+    trend_runs: int = Field(default=20, ge=2)  # runs shown in the report's trend chart
 
 
 class JudgeConfig(_Section):
@@ -141,7 +144,7 @@ def _holds_path(annotation: Any) -> bool:
 
 
 PATH_FIELDS = {("inputs", name) for name, field in InputsConfig.model_fields.items() if _holds_path(field.annotation)} | {
-    ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
+    ("output", "out"), ("output", "history"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
     ("trust", "records_dir")}
 
 # GROUNDJUDGE_* environment variables and the setting each one sets

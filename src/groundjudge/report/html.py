@@ -145,7 +145,14 @@ def _trust_short(doc: dict[str, Any]) -> str:
     return "judge untrusted, findings advisory: " + "; ".join(f"{m}: {t['reason']}" for m, t in trust.items())
 
 
-def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
+def _trend_chart(trend: dict[str, Any]) -> Markup:
+    return Markup(charts.trend_lines(
+        f"{trend['config']}: last {len(trend['runs'])} runs", trend["runs"], trend["series"],
+        breaks=trend["breaks"], drops=[(i, m) for i, m in trend["drops"]]))
+
+
+def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | None = None) -> str:
+    """``trend``: the run history's points for the trend chart (``history.trend_view``), if kept."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = number
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
@@ -154,6 +161,7 @@ def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
     criteria = doc.get("judge", {}).get("criteria", [])
     return template.render(
         doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0]["metric"] if criteria else None,
         failed=[c for c in cases if c["failures"] or c["judge_status"] == "judge_error"
