@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from groundjudge.calibrate.trust import TrustRules, TrustStatus
     from groundjudge.calibrate.verdicts import ItemKey, ItemLabels
     from groundjudge.gate import GateReport
-    from groundjudge.judge.results import JudgeRun
+    from groundjudge.judge.results import JudgeRun, Usage
     from groundjudge.judge.rubric import Rubric
     from groundjudge.judge.session import JudgeSession
     from groundjudge.load.dataset import Dataset
@@ -136,9 +136,9 @@ def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Select
 
 
 def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
-             ) -> RunResult:
+             spent: Usage | None = None) -> RunResult:
     """metrics -> select -> judge -> calibration -> gates. Inputs are checked before any call
-    (``dataset``: inputs already loaded from ``config``)."""
+    (``dataset``: inputs already loaded from ``config``; ``spent``: what the run's batches cost)."""
     from groundjudge.calibrate.record import find_records
     from groundjudge.calibrate.verdicts import load_labels
     from groundjudge.gate import evaluate_gates
@@ -149,7 +149,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
     selections = select(config, dataset, metrics)
-    judged = judge_run(judge, dataset, selections, progress)
+    judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
     records = find_records(config.trust.records_dir)
     gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records)
@@ -159,6 +159,23 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
                      selections=tuple(selections), judge=judged, gates=gates,
                      calibration=calibration_summary(gates, records),
                      bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code)
+
+
+def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, dataset: Dataset | None = None,
+               wait_s: float = 0.0, sleep: Any = None) -> Any:
+    """One step of a batch run (``groundjudge run --batch``): poll and collect the run's open
+    batch, submit what the cache still cannot answer; returns ``judge.batch.Progress``. When it
+    says ``done``, finish with ``run_eval(..., spent=progress.state.usage)``."""
+    import time
+
+    from groundjudge.judge.batch import advance
+    from groundjudge.metrics.evaluate import evaluate_dataset
+
+    dataset = dataset if dataset is not None else load_inputs(config)
+    metrics = evaluate_dataset(dataset, metric_settings(config))
+    items = [s.item for s in select(config, dataset, metrics) if s.judge and s.item is not None]
+    return advance(judge, items, Path(out_dir), config_json=config.model_dump(mode="json"), wait_s=wait_s,
+                   sleep=sleep or time.sleep)
 
 
 def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -18,6 +18,7 @@ from groundjudge.errors import InputError, JudgeUnavailable
 
 EXIT_BAD_INPUT = 2
 EXIT_JUDGE_UNREACHABLE = 3
+EXIT_BATCH_PENDING = 4  # run --batch / batch collect: a batch is submitted or still running; run again later
 
 
 class GroundjudgeGroup(click.Group):
@@ -154,11 +155,16 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--history", "history_file", type=click.Path(path_type=Path),
               help="Run history to append to (default: history.sqlite beside the run folder).")
 @click.option("--no-history", is_flag=True, help="Do not append this run to the run history.")
+@click.option("--batch", is_flag=True,
+              help="Judge through the OpenAI Batch API: submit, exit 4; run again (or `batch collect`) to finish.")
+@click.option("--batch-wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="With --batch: poll (with backoff) up to this many seconds before exiting 4.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
-        labels: tuple[Path, ...], keep_errors: bool, history_file: Path | None, no_history: bool) -> None:
+        labels: tuple[Path, ...], keep_errors: bool, history_file: Path | None, no_history: bool, batch: bool,
+        batch_wait: float) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports."""
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
@@ -171,11 +177,40 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None, "output.history": history_file,
         "output.keep_history": False if no_history else None})
-    out_dir = config.output.out or default_out()
+    run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
+                   batch_wait=batch_wait)
+
+
+def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | None, batch: bool = False,
+                   batch_wait: float = 0.0) -> None:
+    from groundjudge import api
+    from groundjudge.judge.batch import BatchError
+    from groundjudge.progress import JudgeProgress
+
     rubric = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
-    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge, JudgeProgress(quiet) as progress:
-        result = api.run_eval(config, judge, progress=progress, dataset=dataset)
+    with api.open_judge(config, rubric=rubric, quiet=quiet) as judge:
+        spent = None
+        if batch:
+            try:
+                step = api.batch_step(config, judge, out_dir, dataset=dataset, wait_s=batch_wait)
+            except BatchError as exc:
+                click.echo(f"error: batch: {exc}", err=True)
+                sys.exit(EXIT_JUDGE_UNREACHABLE)
+            if step.kind != "done":
+                click.echo(f"{step.message}. The batch id is in {out_dir / 'batch' / 'state.json'}; finish with "
+                           f"`groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not finished yet).",
+                           err=True)
+                sys.exit(EXIT_BATCH_PENDING)
+            if step.state.batches and not quiet:
+                click.echo(f"batch: {step.message}")
+            spent = step.state.usage
+            # The batches already asked again what earlier runs left invalid; what is still
+            # invalid now stays judge_error rather than being asked a third time, live.
+            config = config.model_copy(update={"judge": config.judge.model_copy(update={"retry_errors": False})})
+            judge.config = config
+        with JudgeProgress(quiet) as progress:
+            result = api.run_eval(config, judge, progress=progress, dataset=dataset, spent=spent)
     doc = api.write_run_reports(result, out_dir, junit=junit, history=api.history_path(config, out_dir))
     print_summary(doc, quiet)
     if not quiet:
@@ -188,6 +223,62 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     if result.judge.totals.stopped:
         click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
     sys.exit(result.exit_code)
+
+
+@main.group()
+def batch() -> None:
+    """Batch runs: status of a run's batches, or collect them and finish the run."""
+
+
+@batch.command("status")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+def batch_status(run_dir: Path) -> None:
+    """Ask the endpoint where the run's open batch stands (nothing is collected)."""
+    from groundjudge import api
+    from groundjudge.config import Config
+    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
+    config = Config.model_validate(state.config)
+    with api.open_judge(config, quiet=True) as judge:
+        for record in state.batches:
+            line = f"{record.id}: {len(record.lines)} requests, "
+            if record.collected:
+                click.echo(line + f"collected ({record.status}): {record.stored} stored, {len(record.failed)} failed")
+                continue
+            if judge.base_url is None:
+                raise InputError.one(run_dir, None, "judge.base_url", "the run has no judge base URL")
+            endpoint = BatchEndpoint(judge.base_url, judge.settings.api_key)
+            try:
+                found = endpoint.retrieve(record.id)
+            except BatchError as exc:
+                click.echo(f"error: batch: {exc}", err=True)
+                sys.exit(EXIT_JUDGE_UNREACHABLE)
+            finally:
+                endpoint.close()
+            counts = found.request_counts
+            click.echo(line + f"{found.status}" + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
+
+
+@batch.command("collect")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Poll (with backoff) up to this many seconds for the batch to end.")
+@click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML.")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -> None:
+    """Poll the run's batch; when it has ended, store its replies, submit repairs if any, and
+    finish the run in RUN_DIR (exit 4 while a batch is still running)."""
+    from groundjudge.config import Config
+    from groundjudge.judge.batch import load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
+    run_and_report(Config.model_validate(state.config), run_dir, quiet=quiet, junit=junit, batch=True,
+                   batch_wait=wait)
 
 
 @main.command()

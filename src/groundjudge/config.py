@@ -80,6 +80,7 @@ class JudgeConfig(_Section):
     price_completion_per_mtok: float = Field(default=0.0, ge=0)
     baseline_config: str | None = None
     retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
+    batch_discount: float = Field(default=0.5, ge=0, le=1)  # batch price = this x the prices above
 
 
 class LocalJudgeConfig(_Section):

@@ -9,4 +9,4 @@ from groundjudge.history.store import HistoryStore
 from groundjudge.history.summary import RunSummary, build_summary, data_hashes
 from groundjudge.history.trend import TrendPoint, default_metrics, trend, trend_view
 
-__all__ = ["HistoryStore", "RunSummary", "TrendPoint", "build_summary", "data_hashes", "trend", "default_metrics", "trend_view"]
+__all__ = ["HistoryStore", "RunSummary", "TrendPoint", "build_summary", "data_hashes", "default_metrics", "trend", "trend_view"]

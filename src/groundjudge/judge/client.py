@@ -96,6 +96,27 @@ class TokenAnswer:
     requests: int
 
 
+def response_format(mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
+def chat_request(settings: ClientSettings, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
+                 mode: OutputMode) -> dict[str, Any]:
+    """The body of one verdict request: what a live call sends, and what a batch line holds."""
+    body: dict[str, Any] = {"model": settings.model, "messages": messages, "temperature": settings.temperature,
+                            "max_tokens": settings.max_tokens}
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    fmt = response_format(mode, schema, name)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
@@ -151,12 +172,6 @@ class JudgeClient:
     def mode(self) -> OutputMode:
         return MODES[self._mode_index]
 
-    def _response_format(self, mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
-        if mode == "json_schema":
-            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-        if mode == "json_object_schema":
-            return {"type": "json_object", "schema": schema}
-        return None
 
     def _wait(self, retry_state: Any) -> float:
         exc = retry_state.outcome.exception()
@@ -170,14 +185,7 @@ class JudgeClient:
                         requests: list[int]) -> tuple[Any, OutputMode]:
         while True:
             mode = self.mode
-            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                      "temperature": self.settings.temperature,
-                                      "max_tokens": self.settings.max_tokens}
-            if self.settings.seed is not None:
-                kwargs["seed"] = self.settings.seed
-            fmt = self._response_format(mode, schema, name)
-            if fmt is not None:
-                kwargs["response_format"] = fmt
+            kwargs = chat_request(self.settings, messages, schema, name, mode)
             if self._limiter is not None:
                 await self._limiter.acquire()
             requests[0] += 1
