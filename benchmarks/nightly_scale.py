@@ -154,9 +154,9 @@ def main() -> int:
     chosen = [s for s in selections if s.judge and s.item is not None]
 
     def prefill() -> None:
-        decoding = session.decoding()
+        decoding, rubric_hash = session.decoding(), rubric.content_hash
         for s in chosen:
-            key = cache_key(rubric, session.model, decoding, s.item)
+            key = cache_key(rubric, session.model, decoding, s.item, rubric_hash=rubric_hash)
             session.cache.put(key, CachedReply(raw=verdict([cid for cid, _ in s.item.contexts]), model=session.model,
                                                prompt_tokens=900, completion_tokens=80, created=time.time()))
 

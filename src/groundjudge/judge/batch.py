@@ -140,8 +140,9 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
     if rubric.protocol != "one_call_json" or rubric.output_schema is None:
         raise ValueError(f"batch judging covers one-call rubrics; {rubric.id} asks one question per claim")
     out: dict[str, Planned] = {}
+    rubric_hash = rubric.content_hash
     for item in items:
-        key = cache_key(rubric, settings.model, decoding, item)
+        key = cache_key(rubric, settings.model, decoding, item, rubric_hash=rubric_hash)
         if key in out:
             continue
         messages = render_messages(rubric, item)

@@ -202,7 +202,7 @@ class Rubric(BaseModel):
             raise ValueError("repair_prompt may only use {{ problem }}")
         return self
 
-    @functools.cached_property  # the model is frozen: hashed once, not once per cache key
+    @property
     def content_hash(self) -> str:
         # Fields left at their defaults are left out, so a published rubric keeps its hash when
         # the rubric format gains optional fields.
