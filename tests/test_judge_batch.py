@@ -300,3 +300,42 @@ def test_model_mismatch_and_budget_before_upload(tmp_path: Path) -> None:
     collect_lines([json.dumps(other)], record, cache, allowed_models={"judge-test-1"}, pricing=pricing)
     assert record.stored == 0 and "someone-else" in record.failed[planned[0].custom_id]
     assert cache.get(planned[0].info.key) is None  # another model's verdict never enters the cache
+
+
+def test_cancelled_batch_lines_go_live(tmp_path: Path) -> None:
+    import openai
+
+    config = _one_attempt_config(tmp_path)
+    with ScriptedOpenAIServer(verdict_for_request, batches=BatchBackend(polls_to_complete=100)) as srv:
+        args = ["run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+                "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"]
+        assert _invoke(args).exit_code == EXIT_BATCH_PENDING
+        state = load_state(tmp_path / "out")
+        assert state is not None
+        with openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0) as client:
+            assert client.batches.cancel(state.batches[0].id).status == "cancelled"
+        status = _invoke(["batch", "status", str(tmp_path / "out")])
+        assert "cancelled" in status.output
+        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet"])
+        live_calls = srv.call_count
+    assert done.exit_code in (0, 1), done.output
+    state = load_state(tmp_path / "out")
+    assert state is not None and state.batches[0].status == "cancelled" and state.batches[0].stored == 0
+    assert set(state.batches[0].failed.values()) == {
+        "batch line failed: batch_cancelled: This request could not be executed before the batch was cancelled."}
+    assert live_calls == 82
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert check_report(report) == {"judged": 82, "skipped": 20}
+
+
+def test_claim_check_rubric_is_refused_for_batches(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    config.write_text(config.read_text().replace('rubric = "grounded_answer"', 'rubric = "claim_check"'))
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"])
+        assert srv.call_count == 0 and not srv.batches.batches
+    assert result.exit_code == 2
+    assert "judge.rubric: batch judging covers one-call rubrics for now" in result.output
+    assert not (tmp_path / "out" / "report.json").exists()

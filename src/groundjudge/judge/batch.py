@@ -33,7 +33,7 @@ from typing import Any, Literal
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundjudge.errors import GroundjudgeError
+from groundjudge.errors import GroundjudgeError, InputError
 from groundjudge.files import write_text_atomic
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import ClientSettings, chat_request
@@ -194,7 +194,7 @@ def within_budget(planned: Sequence[Planned], spent: Usage, pricing: Pricing, *,
 def _reason(line: dict[str, Any]) -> str:
     error = line.get("error")
     if error:
-        return f"batch line failed: {error.get('code') or ''} {error.get('message') or ''}".strip()
+        return "batch line failed: " + ": ".join(str(x) for x in (error.get("code"), error.get("message")) if x)
     response = line.get("response") or {}
     body = response.get("body") or {}
     message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
@@ -358,8 +358,13 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
     (up to ``wait_s``), collect it when it has ended, submit what the cache still cannot answer
     (repairs included), and say whether the run can finish from the cache now."""
     j = session.config.judge
+    where = session.config.source or "command line"
     if session.base_url is None:
-        raise BatchError("batch judging needs a judge base URL (--judge-base-url); the embedded judge has no batches")
+        raise InputError.one(where, None, "judge.base_url", "batch judging needs a judge base URL "
+                                                            "(--judge-base-url); the embedded judge has no batches")
+    if session.rubric.protocol != "one_call_json":
+        raise InputError.one(where, None, "judge.rubric", f"batch judging covers one-call rubrics for now; "
+                                                          f"{session.rubric.id} asks one question per claim")
     pricing = batch_pricing(j.price_prompt_per_mtok, j.price_completion_per_mtok, j.batch_discount)
     allowed = {session.model, *session.settings.model_snapshots}
     state = load_state(run_dir) or BatchState(config=config_json)
