@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from groundjudge.history import HistoryStore, RunSummary, trend
-from groundjudge.history.summary import ConfigSummary, metric_column, pack, unpack
+from groundjudge.history.summary import ConfigSummary, pack, pack_column, unpack_column
 from groundjudge.history.trend import sign_flip_p
 from groundjudge.judge.results import MetricValue
 
@@ -48,12 +48,14 @@ def nightly(rng: random.Random, recall_drop: bool) -> dict[str, dict[str, float 
     return out
 
 
-def test_pack_round_trip_keeps_none_and_rounds() -> None:
+def test_per_case_values_round_trip_exactly_with_none(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite")
     values = {"a": {"x": 1 / 3, "y": None}, "b": {"x": 1.0}}
-    data = unpack(pack({"cand": values}))
-    assert metric_column(data, "cand", "x") == {"a": 0.333333, "b": 1.0}
-    assert metric_column(data, "cand", "y") == {}
-    assert metric_column(data, "cand", "z") is None and metric_column(data, "base", "x") is None
+    run = store.append(summary(values), pack({"cand": values}))
+    assert store.case_ids(run, "cand") == ["a", "b"]
+    assert store.column(run, "cand", "x") == [1 / 3, 1.0] and store.column(run, "cand", "y") == [None, None]
+    assert store.column(run, "cand", "z") is None and store.case_ids(run, "base") is None
+    assert unpack_column(pack_column([0.5, None, -2.0])) == [0.5, None, -2.0]
 
 
 def test_planted_drop_is_flagged_and_noise_is_not(tmp_path: Path) -> None:

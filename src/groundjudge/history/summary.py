@@ -1,12 +1,14 @@
 """One run's record for the history: aggregates with n, gates, trust, cost, provenance, and
-the per-case values the paired test needs, stored compactly (one zlib-compressed JSON blob
-per run, column-wise: case ids once, then one list of values per config and metric)."""
+the per-case values the paired test needs, stored compactly: per config the case ids once,
+then one float64 column per metric (NaN for no value), each zlib-compressed."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zlib
+from array import array
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +18,6 @@ from pydantic import BaseModel, ConfigDict
 
 from groundjudge.judge.results import MetricValue
 from groundjudge.report.document import ReportDocument
-
-DIGITS = 6  # per-case values are rounded to this many decimals: tests and trends never need more
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -31,7 +30,7 @@ class ConfigSummary(_Frozen):
 
 
 class RunSummary(_Frozen):
-    """What the history keeps of one run (its per-case values travel beside it, see ``pack``)."""
+    """What the history keeps of one run (its per-case values are stored beside it, see ``pack``)."""
 
     started_at: str
     run_dir: str | None
@@ -112,26 +111,30 @@ def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir
         tool_version=doc.provenance.tool_version, git_commit=doc.provenance.git_commit, configs=configs)
 
 
-def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> bytes:
-    """config -> case -> metric -> value, column-wise and compressed."""
-    out: dict[str, Any] = {}
+Packed = dict[str, tuple[bytes, dict[str, bytes]]]  # config -> (case ids, metric -> column)
+
+
+def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> Packed:
+    """config -> case -> metric -> value, as one blob of case ids per config and one column per
+    metric (float64, NaN for no value, zlib): a trend reads only the columns it shows."""
+    out: Packed = {}
     for cfg, cases in values.items():
         ids = list(cases)
         names = sorted({m for row in cases.values() for m in row})
-        columns = {m: [None if (v := cases[c].get(m)) is None else round(float(v), DIGITS) for c in ids]
-                   for m in names}
-        out[cfg] = {"cases": ids, "metrics": columns}
-    return zlib.compress(json.dumps(out, separators=(",", ":")).encode(), 6)
+        columns = {m: pack_column([cases[c].get(m) for c in ids]) for m in names}
+        out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), columns)
+    return out
 
 
-def unpack(blob: bytes) -> dict[str, Any]:
+def pack_column(values: Iterable[float | None]) -> bytes:
+    return zlib.compress(array("d", (math.nan if v is None else float(v) for v in values)).tobytes(), 6)
+
+
+def unpack_ids(blob: bytes) -> list[str]:
     return json.loads(zlib.decompress(blob))
 
 
-def metric_column(data: Mapping[str, Any], config: str, metric: str) -> dict[str, float] | None:
-    """case -> value of one config's metric from ``unpack``'s result (cases without a value left
-    out); None when the run has no such config or metric."""
-    section = data.get(config)
-    if section is None or metric not in section["metrics"]:
-        return None
-    return {c: v for c, v in zip(section["cases"], section["metrics"][metric], strict=True) if v is not None}
+def unpack_column(blob: bytes) -> list[float | None]:
+    column = array("d")
+    column.frombytes(zlib.decompress(blob))
+    return [None if math.isnan(v) else v for v in column]

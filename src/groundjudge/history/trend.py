@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundjudge.history.store import HistoryStore, StoredRun
-from groundjudge.history.summary import metric_column, unpack
 from groundjudge.report.compare import ALPHA, paired_permutation_p
 
 EXACT_MAX = 100
@@ -85,15 +84,20 @@ def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | 
 
 
 class _Cases:
-    """Per-case blobs, read and decoded once per run."""
+    """Per-case columns, read on demand; each run's case ids decoded once per config."""
 
     def __init__(self, store: HistoryStore) -> None:
-        self.store, self.cache = store, {}  # type: ignore[var-annotated]
+        self.store = store
+        self.ids: dict[tuple[int, str], list[str] | None] = {}
 
     def column(self, run_id: int, config: str, metric: str) -> dict[str, float] | None:
-        if run_id not in self.cache:
-            self.cache[run_id] = unpack(self.store.per_case(run_id))
-        return metric_column(self.cache[run_id], config, metric)
+        if (run_id, config) not in self.ids:
+            self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
+        ids = self.ids[(run_id, config)]
+        values = self.store.column(run_id, config, metric) if ids is not None else None
+        if ids is None or values is None:
+            return None
+        return {c: v for c, v in zip(ids, values, strict=True) if v is not None}
 
 
 def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = None, last: int | None = 20,
