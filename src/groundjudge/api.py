@@ -231,6 +231,9 @@ def report_document(result: RunResult) -> Any:
                           if result.calibration else None, bias_corrected=result.bias_corrected)
 
 
+COMPACT_JSON_ABOVE = 5_000  # (case, config) pairs: a larger report.json is written compact, several times faster
+
+
 def history_path(config: Config, out_dir: str | Path) -> Path | None:
     """Where this run's summary goes: ``[output] history``, else ``history.sqlite`` beside the
     run folder (``runs/history.sqlite`` for the default ``runs/<timestamp>``); None when off."""
@@ -278,7 +281,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     doc = as_json_dict(typed)
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-    write_json_atomic(out_dir / "report.json", doc)
+    pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
+    write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
     write_text_atomic(out_dir / "report.md", text + "\n" + render_judge_markdown(doc))
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))

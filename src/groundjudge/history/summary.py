@@ -12,12 +12,12 @@ from array import array
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.judge.results import MetricValue
 from groundjudge.report.document import ReportDocument
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
