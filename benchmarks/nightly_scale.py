@@ -19,6 +19,7 @@ and under 2 GiB on this 2-core machine.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import resource
@@ -126,6 +127,8 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
     parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
+                        help="in-process stages without the CLI's collector settings (for comparison)")
     args = parser.parse_args()
 
     from groundjudge import api
@@ -146,6 +149,9 @@ def main() -> int:
     config = api.resolve_config(folder / "groundjudge.toml")
     stages = Stages()
     dataset = stages.run("load (parse + validate)", lambda: api.load_inputs(config))
+    if args.gc_freeze:  # as `groundjudge run` does: the loaded inputs live to the end of the process
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
     settings = api.metric_settings(config)
     metrics = stages.run("deterministic metrics", lambda: evaluate_dataset(dataset, settings))
     selections = stages.run("selection", lambda: api.select(config, dataset, metrics))
