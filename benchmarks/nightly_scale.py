@@ -120,36 +120,27 @@ class Stages:
         return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=15)
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
-    parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
-                        help="in-process stages without the CLI's collector settings (for comparison)")
-    args = parser.parse_args()
+# The cached re-run as a user runs it, in a fresh process that reports its own peak RSS.
+CLI_WRAPPER = ("import atexit, resource, sys\n"
+               "atexit.register(lambda: print(f'MAXRSS_MB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}',"
+               " file=sys.stderr))\n"
+               "sys.argv = ['groundjudge', *sys.argv[1:]]\n"
+               "from groundjudge.cli import main\n"
+               "main()\n")
 
+
+def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
+    """Pre-fill the cache, then every stage of a run in this process; returns the figures."""
     from groundjudge import api
     from groundjudge.judge.cache import CachedReply, cache_key
     from groundjudge.judge.run import judge_run
     from groundjudge.judge.session import JudgeSession
     from groundjudge.metrics.evaluate import evaluate_dataset
 
-    folder = args.dir / f"n{args.cases}"
-    if folder.exists():
-        shutil.rmtree(folder)
-    print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
-    setup = Stages()
-    setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
-    size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
-    print(f"  input files: {size / 2**20:.0f} MB", flush=True)
-
     config = api.resolve_config(folder / "groundjudge.toml")
-    stages = Stages()
+    setup, stages = Stages(), Stages()
     dataset = stages.run("load (parse + validate)", lambda: api.load_inputs(config))
-    if args.gc_freeze:  # as `groundjudge run` does: the loaded inputs live to the end of the process
+    if gc_freeze:  # as `groundjudge run` does: the loaded inputs live to the end of the process
         gc.freeze()
         gc.set_threshold(50_000, 20, 100)
     settings = api.metric_settings(config)
@@ -187,30 +178,65 @@ def main() -> int:
         result, out, history=folder / "runs" / "history.sqlite"))
     sizes = {p.name: round(p.stat().st_size / 2**20, 1) for p in out.iterdir() if p.is_file()}
     print(f"  report files (MB): {sizes}", flush=True)
-    in_process = sum(r["seconds"] for r in stages.rows)
+    return {"judged_items": len(chosen), "setup": setup.rows, "stages": stages.rows, "report_files_mb": sizes}
 
-    # the cached re-run as a user runs it: a fresh process, the CLI, everything from the cache
-    cli = [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(folder / "groundjudge.toml"),
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
+    parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
+                        help="in-process stages without the CLI's collector settings (for comparison)")
+    parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)  # internal: the child's figures file
+    args = parser.parse_args()
+    folder = args.dir / f"n{args.cases}"
+    if args.in_process:
+        args.in_process.write_text(json.dumps(in_process(folder, args.gc_freeze)))
+        return 0
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
+    setup = Stages()
+    setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
+    size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
+    print(f"  input files: {size / 2**20:.0f} MB", flush=True)
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+
+    # each measured process on its own, so that one's memory never inflates the other's
+    figures = folder / "in_process.json"
+    child = [sys.executable, __file__, "--cases", str(args.cases), "--dir", str(args.dir), "--in-process", str(figures)]
+    if not args.gc_freeze:
+        child.append("--no-gc-freeze")
+    if subprocess.run(child, env=env, check=False).returncode != 0:
+        return 1
+    inner = json.loads(figures.read_text())
+    in_process_s = sum(r["seconds"] for r in inner["stages"])
+
+    cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
            "--out", str(folder / "runs" / "cli"), "--quiet"]
     started = time.perf_counter()
-    proc = subprocess.run(cli, cwd=folder, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(cli, cwd=folder, capture_output=True, text=True, env=env, check=False)
     cli_seconds = time.perf_counter() - started
-    cli_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if proc.returncode not in (0, 1):
         print(proc.stderr[-3000:], file=sys.stderr)
         return 1
+    cli_rss = float(proc.stderr.rsplit("MAXRSS_MB ", 1)[1].split()[0])
     report = json.loads((folder / "runs" / "cli" / "report.json").read_text())
     assert report["judge"]["totals"]["usage"]["requests"] == 0
     print(f"  {'cached re-run, `groundjudge run`':34s} {cli_seconds:8.2f} s   max RSS {cli_rss:7.0f} MB "
           f"(exit {proc.returncode}, {report['judge']['totals']['cache_hits']} cache hits, 0 requests)", flush=True)
-    print(f"\nin-process stages: {in_process:.1f} s; cached re-run (CLI): {cli_seconds:.1f} s, {cli_rss:.0f} MB; "
+    print(f"\nin-process stages: {in_process_s:.1f} s; cached re-run (CLI): {cli_seconds:.1f} s, {cli_rss:.0f} MB; "
           f"goal at 100,000 x 2: < 60 s and < 2048 MB", flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
-            "cases": args.cases, "configs": len(CONFIGS), "judged_items": len(chosen), "input_mb": round(size / 2**20),
-            "setup": setup.rows, "stages": stages.rows, "report_files_mb": sizes,
+            "cases": args.cases, "configs": len(CONFIGS), "input_mb": round(size / 2**20),
+            "setup": setup.rows + inner["setup"], "stages": inner["stages"], "judged_items": inner["judged_items"],
+            "report_files_mb": inner["report_files_mb"],
             "cached_rerun_cli": {"seconds": round(cli_seconds, 2), "max_rss_mb": round(cli_rss),
                                  "exit_code": proc.returncode}}, indent=1) + "\n")
     if not args.keep:
