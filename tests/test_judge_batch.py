@@ -28,11 +28,7 @@ from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.engine import JudgeEngine, Pricing
 from groundjudge.judge.rubric import load_rubric
 from tests.support.judge_replies import question_in_request, verdict_for_request
-from tests.support.openai_server import (
-    BatchBackend,
-    HTTPError,
-    ScriptedOpenAIServer,
-)
+from tests.support.openai_server import BatchBackend, HTTPError, Reply, ScriptedOpenAIServer
 from tests.test_run_cli import (
     BAD_QUESTION,
     EXAMPLE,
@@ -328,14 +324,57 @@ def test_cancelled_batch_lines_go_live(tmp_path: Path) -> None:
     assert check_report(report) == {"judged": 82, "skipped": 20}
 
 
-def test_claim_check_rubric_is_refused_for_batches(tmp_path: Path) -> None:
+def _token_script(body: dict, index: int) -> Reply:
+    """claim_check answers: P(yes) from a hash of the question's last statement, so some
+    claims have low support (and get a contradiction question); the same live or in a batch."""
+    import hashlib
+    import math
+    import re
+
+    statement = re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.S)[-1]
+    p = (0.9, 0.8, 0.3, 0.1)[hashlib.sha256(statement.encode()).digest()[0] % 4]
+    return Reply("Yes" if p >= 0.5 else "No",
+                 top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))
+
+
+def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Path) -> None:
     config = _one_attempt_config(tmp_path)
     config.write_text(config.read_text().replace('rubric = "grounded_answer"', 'rubric = "claim_check"'))
-    with ScriptedOpenAIServer(verdict_for_request) as srv:
-        result = CliRunner().invoke(main, [
-            "run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"])
-        assert srv.call_count == 0 and not srv.batches.batches
+    backend = BatchBackend()
+    with ScriptedOpenAIServer(_token_script, batches=backend) as srv:
+        common = ["--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
+        submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                             "--batch"])
+        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
+        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet", "--wait", "10"])
+        batch_live_calls = srv.call_count
+        live = _invoke(["run", *common, "--cache-dir", str(tmp_path / "live-cache"), "--out", str(tmp_path / "live")])
+        live_calls = srv.call_count - batch_live_calls
+    assert done.exit_code in (0, 1) and live.exit_code in (0, 1), done.output + live.output
+    state = load_state(tmp_path / "out")
+    assert state is not None and len(state.batches) == 2 and not state.live
+    first, second = state.batches
+    assert all(info.kind == "question" for info in first.lines.values())
+    contradiction = [line for line in backend.lines if line["custom_id"] in second.lines]
+    assert contradiction and all("contradict" in line["body"]["messages"][-1]["content"].lower()
+                                 for line in contradiction)
+    assert batch_live_calls == 0 and len(backend.lines) == live_calls  # the same questions, in batches
+    assert all(line["body"]["logprobs"] is True and line["body"]["max_tokens"] == 1 for line in backend.lines)
+    batched = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
+    direct = json.loads((tmp_path / "live" / "report.json").read_text())["judge"]
+    for cfg in ("baseline", "candidate"):
+        for cid, case in direct["per_config"][cfg]["cases"].items():
+            other = batched["per_config"][cfg]["cases"][cid]
+            assert (other["status"], other["criteria"], other["claims"]) == (
+                case["status"], case["criteria"], case["claims"]), (cfg, cid)
+    assert sum(c["status"] == "judged" for c in batched["per_config"]["candidate"]["cases"].values()) > 30
+
+
+def test_batch_needs_a_judge_base_url(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "--cache-dir", str(tmp_path / "cache"),
+                                       "--out", str(tmp_path / "out"), "--quiet", "--batch"],
+                                env={"GROUNDJUDGE_BASE_URL": "", "GROUNDJUDGE_MODEL": ""})
     assert result.exit_code == 2
-    assert "judge.rubric: batch judging covers one-call rubrics for now" in result.output
+    assert "judge.base_url: batch judging needs a judge base URL" in result.output
     assert not (tmp_path / "out" / "report.json").exists()

@@ -823,7 +823,7 @@ class BatchBackend:
             self.lines.append({"custom_id": req["custom_id"], "body": req["body"], "action": action})
             if isinstance(action, Reply):
                 payload = owner._completion(req["body"], action.content, action.model, action.prompt_tokens,
-                                            action.completion_tokens, action.finish_reason)
+                                            action.completion_tokens, action.finish_reason, action.top_logprobs)
                 out.append({"id": rid, "custom_id": req["custom_id"],
                             "response": {"status_code": 200, "request_id": rid, "body": payload}, "error": None})
             else:

@@ -7,7 +7,9 @@ with a 24 h window. The state of the run's batches lives in ``RUN_DIR/batch/stat
 any later process can poll and collect. Collected replies go into the judge cache exactly as a
 live call stores them (same key, same ``CachedReply``), and the run then finishes from the
 cache. A reply that needs its one repair is repaired in a following batch (it depends on the
-first reply). Lines that failed, and lines an expired or cancelled batch never answered, are
+first reply). claim_check's questions are batched the same way: support, cited-support and
+nugget questions first, the contradiction questions (which depend on the support answers) in
+a following batch. Lines that failed, and lines an expired or cancelled batch never answered, are
 not sent in a batch again: the finishing run asks them live (with the usual retries), where
 they end judged or ``judge_error`` with a reason.
 
@@ -36,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from groundjudge.errors import GroundjudgeError, InputError
 from groundjudge.files import write_text_atomic
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
-from groundjudge.judge.client import ClientSettings, chat_request
+from groundjudge.judge import claim_check
+from groundjudge.judge.client import ClientSettings, chat_request, token_answer, token_request
 from groundjudge.judge.engine import Pricing
 from groundjudge.judge.render import JudgeItem, render_messages
 from groundjudge.judge.results import Usage
@@ -63,6 +66,7 @@ class LineInfo(_Model):
     key: str  # the judge cache key
     case_id: str
     config_id: str
+    kind: Literal["verdict", "question"] = "verdict"  # a one-call verdict, or a claim_check question
     repair: bool = False
     history: list[str] = Field(default_factory=list)  # earlier invalid replies for this key
     tokens_before: tuple[int, int] = (0, 0)  # prompt/completion tokens of the first reply (repairs)
@@ -137,8 +141,9 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
     of a cached invalid first reply; the engine's own rules (see ``JudgeEngine._run_item``).
     ``asked``: keys this run already sent in a batch; a key whose repair is also invalid is
     then final (judge_error), not asked a third time."""
-    if rubric.protocol != "one_call_json" or rubric.output_schema is None:
-        raise ValueError(f"batch judging covers one-call rubrics; {rubric.id} asks one question per claim")
+    if rubric.protocol == "claim_questions":
+        return plan_questions(rubric, settings, decoding, cache, items)
+    assert rubric.output_schema is not None
     out: dict[str, Planned] = {}
     rubric_hash = rubric.content_hash
     for item in items:
@@ -163,6 +168,43 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
                 continue
         body = chat_request(settings, messages, rubric.output_schema, rubric.id, settings.output_mode)
         out[key] = Planned(custom_id=f"{key}{'-repair' if info.repair else ''}", info=info, body=body)
+    return list(out.values())
+
+
+def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str, Any], cache: JudgeCache,
+                   items: Iterable[JudgeItem]) -> list[Planned]:
+    """claim_check: every question of a case the cache cannot answer. Support, cited-support
+    and nugget questions depend on nothing; the contradiction questions depend on the support
+    answers, so they are planned once those are all in the cache (a following batch)."""
+    spec = rubric.claim_questions
+    assert spec is not None
+    out: dict[str, Planned] = {}
+
+    def add(item: JudgeItem, question: claim_check.Question) -> bool:
+        """Plan ``question`` if it is not cached; True when it is (answered)."""
+        key = claim_check.question_key(rubric, settings.model, decoding, question)
+        if key in out or cache.get(key) is not None:
+            return key not in out
+        body = token_request(settings, question.messages, max_tokens=1, top_logprobs=spec.top_logprobs)
+        out[key] = Planned(custom_id=key, body=body, info=LineInfo(key=key, case_id=item.case_id,
+                                                                   config_id=item.config_id, kind="question"))
+        return False
+
+    for item in items:
+        plan = claim_check.plan_case(rubric, item)
+        support = claim_check.claim_questions(rubric, plan)
+        answered = [add(item, q) for q in support]
+        for q in [*claim_check.cited_questions(rubric, item, plan)[0], *claim_check.nugget_questions(rubric, plan)]:
+            add(item, q)
+        if not all(answered):
+            continue
+        try:
+            answers = [claim_check.read_answer(cache.get(claim_check.question_key(  # type: ignore[union-attr]
+                rubric, settings.model, decoding, q)).raw, spec) for q in support]
+        except VerdictError:
+            continue  # the finishing run reports the unreadable answer
+        for q in claim_check.contradiction_questions(rubric, plan, answers):
+            add(item, q)
     return list(out.values())
 
 
@@ -225,8 +267,12 @@ def collect_lines(lines: Iterable[str], record: BatchRecord, cache: JudgeCache, 
         if model not in allowed_models:
             record.failed[custom_id] = f"batch reply from model {model!r}, pinned {min(allowed_models)!r}"
             continue
-        choices = body.get("choices") or [{}]
-        raw = ((choices[0] or {}).get("message") or {}).get("content") or ""
+        choice = (body.get("choices") or [{}])[0] or {}
+        if info.kind == "question":  # stored as the live engine stores a claim_check answer
+            text, tokens = token_answer(choice)
+            raw = json.dumps({"text": text, "tokens": tokens}, ensure_ascii=False)
+        else:
+            raw = (choice.get("message") or {}).get("content") or ""
         usage = body.get("usage") or {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         before_p, before_c = info.tokens_before
@@ -362,9 +408,6 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
     if session.base_url is None:
         raise InputError.one(where, None, "judge.base_url", "batch judging needs a judge base URL "
                                                             "(--judge-base-url); the embedded judge has no batches")
-    if session.rubric.protocol != "one_call_json":
-        raise InputError.one(where, None, "judge.rubric", f"batch judging covers one-call rubrics for now; "
-                                                          f"{session.rubric.id} asks one question per claim")
     pricing = batch_pricing(j.price_prompt_per_mtok, j.price_completion_per_mtok, j.batch_discount)
     allowed = {session.model, *session.settings.model_snapshots}
     state = load_state(run_dir) or BatchState(config=config_json)

@@ -117,6 +117,34 @@ def chat_request(settings: ClientSettings, messages: list[dict[str, str]], schem
     return body
 
 
+def token_request(settings: ClientSettings, messages: list[dict[str, str]], *, max_tokens: int = 1,
+                  top_logprobs: int = 10) -> dict[str, Any]:
+    """The body of one short question with token probabilities (claim_check), live or in a batch."""
+    body: dict[str, Any] = {"model": settings.model, "messages": messages, "temperature": settings.temperature,
+                            "max_tokens": max_tokens, "logprobs": True, "top_logprobs": top_logprobs}
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    return body
+
+
+def token_answer(choice: Any) -> tuple[str, list[list[tuple[str, float]]]]:
+    """The text of a short answer and, per token, its top alternatives with logprobs, from a
+    completion choice (an SDK object, or the same as a plain dict from a batch output line)."""
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    message = get(choice, "message")
+    text = (get(message, "content") if message is not None else None) or ""
+    tokens: list[list[tuple[str, float]]] = []
+    logprobs = get(choice, "logprobs")
+    for position in (get(logprobs, "content") if logprobs is not None else None) or []:
+        alternatives = [(get(alt, "token"), get(alt, "logprob")) for alt in (get(position, "top_logprobs") or [])]
+        if not alternatives and get(position, "token") is not None:
+            alternatives = [(get(position, "token"), get(position, "logprob"))]
+        tokens.append(alternatives)
+    return text, tokens
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
@@ -248,11 +276,7 @@ class JudgeClient:
         sampled text is there (the caller records the confidence as unknown).
         """
         async def call(requests: list[int]) -> tuple[Any, None]:
-            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                      "temperature": self.settings.temperature, "max_tokens": max_tokens,
-                                      "logprobs": True, "top_logprobs": top_logprobs}
-            if self.settings.seed is not None:
-                kwargs["seed"] = self.settings.seed
+            kwargs = token_request(self.settings, messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
             if self._limiter is not None:
                 await self._limiter.acquire()
             requests[0] += 1
@@ -260,14 +284,7 @@ class JudgeClient:
 
         response, _, attempts, requests = await self._retried(call)
         choice = response.choices[0] if response.choices else None
-        text = (choice.message.content if choice and choice.message else None) or ""
-        tokens: list[list[tuple[str, float]]] = []
-        content = getattr(getattr(choice, "logprobs", None), "content", None) if choice else None
-        for position in content or []:
-            alternatives = [(alt.token, alt.logprob) for alt in (position.top_logprobs or [])]
-            if not alternatives and position.token is not None:
-                alternatives = [(position.token, position.logprob)]
-            tokens.append(alternatives)
+        text, tokens = token_answer(choice) if choice is not None else ("", [])
         usage = response.usage
         return TokenAnswer(text=text, tokens=tokens, model=response.model,
                            prompt_tokens=usage.prompt_tokens if usage else 0,
