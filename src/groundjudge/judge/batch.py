@@ -179,10 +179,14 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
     spec = rubric.claim_questions
     assert spec is not None
     out: dict[str, Planned] = {}
+    rubric_hash = rubric.content_hash
+
+    def key_of(question: claim_check.Question) -> str:
+        return claim_check.question_key(rubric, settings.model, decoding, question, rubric_hash=rubric_hash)
 
     def add(item: JudgeItem, question: claim_check.Question) -> bool:
         """Plan ``question`` if it is not cached; True when it is (answered)."""
-        key = claim_check.question_key(rubric, settings.model, decoding, question)
+        key = key_of(question)
         if key in out or cache.get(key) is not None:
             return key not in out
         body = token_request(settings, question.messages, max_tokens=1, top_logprobs=spec.top_logprobs)
@@ -199,8 +203,8 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
         if not all(answered):
             continue
         try:
-            answers = [claim_check.read_answer(cache.get(claim_check.question_key(  # type: ignore[union-attr]
-                rubric, settings.model, decoding, q)).raw, spec) for q in support]
+            answers = [claim_check.read_answer(cache.get(key_of(q)).raw, spec)  # type: ignore[union-attr]
+                       for q in support]
         except VerdictError:
             continue  # the finishing run reports the unreadable answer
         for q in claim_check.contradiction_questions(rubric, plan, answers):

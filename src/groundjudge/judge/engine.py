@@ -301,7 +301,7 @@ class JudgeEngine:
                    stop: dict[str, str], fresh: list[int]) -> claim_check.Answer:
         spec = self.rubric.claim_questions
         assert spec is not None
-        key = claim_check.question_key(self.rubric, self.model, self.decoding, question)
+        key = claim_check.question_key(self.rubric, self.model, self.decoding, question, rubric_hash=self._rubric_hash)
         cached = self.cache.get(key)
         if cached is None:
             async with sem:
