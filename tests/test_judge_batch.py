@@ -17,12 +17,7 @@ from click.testing import CliRunner
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.cli import EXIT_BATCH_PENDING, main
-from groundjudge.judge.batch import (
-    BatchRecord,
-    collect_lines,
-    load_state,
-    plan_requests,
-)
+from groundjudge.judge.batch import BatchRecord, LineInfo, collect_lines, load_state, plan_requests
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.engine import JudgeEngine, Pricing
@@ -378,3 +373,41 @@ def test_batch_needs_a_judge_base_url(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "judge.base_url: batch judging needs a judge base URL" in result.output
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+class _FakeEndpoint:
+    """Statuses in turn; files by id."""
+
+    def __init__(self, statuses: list[str], files: dict[str, str]) -> None:
+        self.statuses, self.files, self.polls = statuses, files, 0
+
+    def retrieve(self, batch_id: str) -> Any:
+        from types import SimpleNamespace
+
+        status = self.statuses[min(self.polls, len(self.statuses) - 1)]
+        self.polls += 1
+        return SimpleNamespace(id=batch_id, status=status, output_file_id="out" if "out" in self.files else None,
+                               error_file_id=None)
+
+    def content(self, file_id: str) -> str:
+        return self.files[file_id]
+
+
+def test_poll_backs_off_and_lines_missing_from_every_file_are_failed(tmp_path: Path) -> None:
+    from groundjudge.judge.batch import collect, poll
+
+    record = BatchRecord(id="b1", input_file_id="f", input_path="x", lines={
+        "a": LineInfo(key="ka", case_id="q1", config_id="c"), "b": LineInfo(key="kb", case_id="q2", config_id="c")})
+    waits: list[float] = []
+    endpoint = _FakeEndpoint(["in_progress"] * 3 + ["failed"], {})
+    batch = poll(endpoint, record, wait_s=1e6, sleep=waits.append)  # type: ignore[arg-type]
+    assert batch.status == "failed" and waits == [2.0, 4.0, 8.0] and record.status == "failed"
+    waits.clear()
+    assert poll(_FakeEndpoint(["in_progress"], {}), record, wait_s=5, sleep=waits.append).status == "in_progress"
+    assert waits == [2.0]  # the next wait would pass the deadline: give up, still running
+
+    cache = JudgeCache(tmp_path / "cache")
+    (tmp_path / "batch").mkdir()
+    spent = collect(endpoint, batch, record, cache, tmp_path, allowed_models={"m"}, pricing=Pricing())  # type: ignore[arg-type]
+    assert spent.requests == 0 and record.collected
+    assert record.failed == {"a": "batch failed: no reply for this line", "b": "batch failed: no reply for this line"}

@@ -354,13 +354,14 @@ class Progress:
 def poll(endpoint: BatchEndpoint, record: BatchRecord, *, wait_s: float,
          sleep: Callable[[float], None] = time.sleep) -> Any:
     """Retrieve the batch until it ends or ``wait_s`` runs out (backoff 2 s doubling to 60 s)."""
-    deadline, delay = time.monotonic() + wait_s, 2.0
+    deadline, delay, slept = time.monotonic() + wait_s, 2.0, 0.0
     while True:
         batch = endpoint.retrieve(record.id)
         record.status = batch.status
-        if batch.status in TERMINAL or time.monotonic() + delay > deadline:
+        if batch.status in TERMINAL or time.monotonic() + delay > deadline or slept + delay > wait_s:
             return batch
         sleep(delay)
+        slept += delay
         delay = min(delay * 2, 60.0)
 
 
