@@ -120,9 +120,15 @@ def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> Pack
     out: Packed = {}
     for cfg, cases in values.items():
         ids = list(cases)
-        names = sorted({m for row in cases.values() for m in row})
-        columns = {m: pack_column([cases[c].get(m) for c in ids]) for m in names}
-        out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), columns)
+        columns: dict[str, list[float | None]] = {}
+        for i, row in enumerate(cases.values()):  # one pass over the rows, each value set once
+            for name, value in row.items():
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = [None] * len(ids)
+                column[i] = value
+        packed = {name: pack_column(columns[name]) for name in sorted(columns)}
+        out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), packed)
     return out
 
 
