@@ -229,3 +229,22 @@ def test_runs_append_and_history_flags_the_planted_drop(tmp_path: Path) -> None:
     assert "Trend over the last 4 runs" in html and "real drop: mrr@10 at #3" in html
     assert "series break before #4" in html
     assert "Trend over" not in (tmp_path / "runs" / "off" / "report.html").read_text()
+
+
+def test_fail_on_drop_exits_1_only_when_the_newest_run_dropped(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(11)
+    for night in range(3):
+        append(store, nightly(rng, recall_drop=(night == 2)))
+    args = ["history", "--history", str(tmp_path / "history.sqlite"), "--config", "cand", "--metric", "recall@5",
+            "--fail-on-drop"]
+    dropped = CliRunner().invoke(main, args)
+    assert dropped.exit_code == 1 and "real drops in the newest run: cand:recall@5" in dropped.output
+    append(store, nightly(rng, recall_drop=True))  # stays down: no new drop
+    assert CliRunner().invoke(main, args).exit_code == 0
+    missing = CliRunner().invoke(main, ["history", "--history", str(tmp_path / "none.sqlite")])
+    assert missing.exit_code == 2 and "no runs recorded here yet" in missing.output
