@@ -288,7 +288,8 @@ def test_model_mismatch_and_budget_before_upload(tmp_path: Path) -> None:
     record = BatchRecord(id="b", input_file_id="f", input_path="x", lines={planned[0].custom_id: planned[0].info})
     other = {"custom_id": planned[0].custom_id, "error": None, "response": {"status_code": 200, "body": {
         "model": "someone-else", "choices": [{"message": {"content": "{}"}}], "usage": {}}}}
-    collect_lines([json.dumps(other)], record, cache, allowed_models={"judge-test-1"}, pricing=pricing)
+    collect_lines([json.dumps(other), "{not json", "[1, 2]"], record, cache, allowed_models={"judge-test-1"},
+                  pricing=pricing)
     assert record.stored == 0 and "someone-else" in record.failed[planned[0].custom_id]
     assert cache.get(planned[0].info.key) is None  # another model's verdict never enters the cache
 

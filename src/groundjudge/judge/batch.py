@@ -256,7 +256,12 @@ def collect_lines(lines: Iterable[str], record: BatchRecord, cache: JudgeCache, 
     for text in lines:
         if not text.strip():
             continue
-        line = json.loads(text)
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            continue  # an unreadable line: its request ends "no reply" and is asked live
+        if not isinstance(line, dict):
+            continue
         custom_id = line.get("custom_id")
         info = record.lines.get(custom_id)
         if info is None:
