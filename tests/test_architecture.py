@@ -17,7 +17,7 @@ RANK = {
     "calibrate": 5,
     "gate": 6,
     "report": 7,
-    "label": 8,
+    "label": 8, "history": 8,
     "progress": 9,
     "api": 10,
     "cli": 11,

@@ -40,3 +40,16 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
         write_text_atomic(path, "half \udcff")  # fails while writing the temporary file
     assert json.loads(path.read_text(encoding="utf-8")) == {"old": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_compact_json_is_the_same_document(tmp_path):
+    import json as _json
+
+    from groundjudge.files import write_json_atomic
+
+    data = {"a": [1, 2.5, None], "b": {"ü": "x"}}
+    write_json_atomic(tmp_path / "pretty.json", data)
+    write_json_atomic(tmp_path / "compact.json", data, indent=None)
+    pretty, compact = (tmp_path / "pretty.json").read_text(), (tmp_path / "compact.json").read_text()
+    assert _json.loads(pretty) == _json.loads(compact) == data
+    assert compact == '{"a":[1,2.5,null],"b":{"ü":"x"}}\n' and "\n  " in pretty

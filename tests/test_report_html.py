@@ -132,3 +132,23 @@ def test_claims_are_highlighted_at_their_spans_with_their_support():
                       ("Part-timers get 30 days [c#2].", "bad", "unsupported, support 0.12"),
                       ("Hope this helps", "ok", "supported")]
     assert "".join(text for text, _, _ in segments) == answer
+
+
+def test_large_runs_keep_drill_downs_for_failed_cases_only(example_html, monkeypatch):
+    from groundjudge import api
+    from groundjudge.report import html
+
+    doc = json.loads((example_html.parent / "report.json").read_text())
+    dataset = api.load_inputs(api.resolve_config(EXAMPLE))
+    pairs = html._pairs(doc)
+    failing = [p for p in pairs if p[4]]
+    assert len(pairs) == 102 and 5 < len(failing) < 102
+    full = html.render_html(doc, dataset)
+    assert full.count('<details class="case"') == 102 and "this page details" not in full
+    monkeypatch.setattr(html, "MAX_DRILL_DOWNS", 5)
+    capped = html.render_html(doc, dataset)
+    assert capped.count('<details class="case"') == 5
+    assert f"102 case × config pairs, {len(failing)} failed: this page details the first 5 failed ones" in capped
+    assert f"Failed cases ({len(failing)})" in capped
+    shown = re.findall(r'<details class="case" id="case-([^"]+)"', capped)
+    assert shown == [f"{cfg}-{cid}" for cfg, cid, *_ in failing[:5]]

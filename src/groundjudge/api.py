@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from groundjudge.calibrate.trust import TrustRules, TrustStatus
     from groundjudge.calibrate.verdicts import ItemKey, ItemLabels
     from groundjudge.gate import GateReport
-    from groundjudge.judge.results import JudgeRun
+    from groundjudge.judge.results import JudgeRun, Usage
     from groundjudge.judge.rubric import Rubric
     from groundjudge.judge.session import JudgeSession
     from groundjudge.load.dataset import Dataset
@@ -76,8 +76,24 @@ def load_inputs(config: Config) -> Dataset:
     if not inputs.golden or not inputs.traces:
         raise InputError.one(_where(config), None, "golden/traces",
                              "give --golden and at least one --traces (or --qrels and --run)")
-    dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
+    with _collector_paused():
+        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
     return dataset
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while the inputs load: records hold no cycles, and on a
+    nightly set the collector walking millions of young records took most of the load time."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def rubric_for(config: Config) -> Rubric:
@@ -156,11 +172,11 @@ def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Select
 
 
 def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
-             escalate: JudgeSession | None = None) -> RunResult:
+             escalate: JudgeSession | None = None, spent: Usage | None = None) -> RunResult:
     """metrics -> select -> judge -> calibration -> gates. Inputs are checked before any call
-    (``dataset``: inputs already loaded from ``config``). With ``escalate`` (see
-    ``open_escalation``), items the first judge abstains on, under selective trust, and that no
-    person has labelled are judged again by it."""
+    (``dataset``: inputs already loaded from ``config``; ``spent``: what the run's batches cost).
+    With ``escalate`` (see ``open_escalation``), items the first judge abstains on, under
+    selective trust, and that no person has labelled are judged again by it."""
     from groundjudge.calibrate.record import find_records
     from groundjudge.calibrate.verdicts import load_labels
     from groundjudge.gate import evaluate_gates
@@ -171,7 +187,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
     selections = select(config, dataset, metrics)
-    judged = judge_run(judge, dataset, selections, progress)
+    judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
     records = find_records(config.trust.records_dir)
     selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress)
@@ -206,6 +222,23 @@ def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabel
             escalated = judge_run(escalate, dataset, chosen, progress)
     later = cutoffs_for(escalated.identity.model_dump(), records) if escalated is not None else {}
     return decide(judged, cutoffs, escalation=escalated, escalation_cutoffs=later, humans=people), escalated
+
+
+def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, dataset: Dataset | None = None,
+               wait_s: float = 0.0, sleep: Any = None) -> Any:
+    """One step of a batch run (``groundjudge run --batch``): poll and collect the run's open
+    batch, submit what the cache still cannot answer; returns ``judge.batch.Progress``. When it
+    says ``done``, finish with ``run_eval(..., spent=progress.state.usage)``."""
+    import time
+
+    from groundjudge.judge.batch import advance
+    from groundjudge.metrics.evaluate import evaluate_dataset
+
+    dataset = dataset if dataset is not None else load_inputs(config)
+    metrics = evaluate_dataset(dataset, metric_settings(config))
+    items = [s.item for s in select(config, dataset, metrics) if s.judge and s.item is not None]
+    return advance(judge, items, Path(out_dir), config_json=config.model_dump(mode="json"), wait_s=wait_s,
+                   sleep=sleep or time.sleep)
 
 
 def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -264,10 +297,41 @@ def report_document(result: RunResult) -> Any:
                           escalation=result.escalation)
 
 
+COMPACT_JSON_ABOVE = 5_000  # (case, config) pairs: a larger report.json is written compact, several times faster
+
+
+def history_path(config: Config, out_dir: str | Path) -> Path | None:
+    """Where this run's summary goes: ``[output] history``, else ``history.sqlite`` beside the
+    run folder (``runs/history.sqlite`` for the default ``runs/<timestamp>``); None when off."""
+    if not config.output.keep_history:
+        return None
+    return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
+
+
+def record_history(result: RunResult, document: Any, out_dir: str | Path, path: str | Path,
+                   ) -> dict[str, Any] | None:
+    """Append the run to the history at ``path``; returns the trend chart's data for the gated
+    config over the last ``[output] trend_runs`` runs."""
+    from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
+    from groundjudge.history.summary import pack, per_case_values
+
+    inputs = result.config.inputs
+    store = HistoryStore(path)
+    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir)
+    run_id = store.append(summary, pack(per_case_values(document)))
+    config = (result.gates.gated_configs or list(summary.configs))[-1]
+    last = result.config.output.trend_runs
+    metrics = (default_metrics(store.get(run_id), config, prefer=list(result.config.gates.metrics))
+               if config in summary.configs else [])
+    points = trend(store, metrics, config=config, last=last)
+    return trend_view(points, config, str(path)) if points else None
+
+
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
-                      profile: Any = None) -> dict[str, Any]:
+                      profile: Any = None, history: str | Path | None = None) -> dict[str, Any]:
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
-    with ``profile``, the replaced system's own report beside them). Returns report.json's content."""
+    with ``profile``, the replaced system's own report beside them). With ``history``, the run is
+    appended to that history first and the HTML shows its trend. Returns report.json's content."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
@@ -279,7 +343,9 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
 
     out_dir = Path(out_dir)
-    doc = as_json_dict(report_document(result))
+    typed = report_document(result)
+    trend = record_history(result, typed, out_dir, history) if history is not None else None
+    doc = as_json_dict(typed)
     triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
@@ -287,11 +353,12 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
         write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
         write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-    write_json_atomic(out_dir / "report.json", doc)
+    pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
+    write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
     write_text_atomic(out_dir / "report.md", text)
     write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
     write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
-    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset))
+    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from groundjudge.errors import InputError, JudgeUnavailable
 
 EXIT_BAD_INPUT = 2
 EXIT_JUDGE_UNREACHABLE = 3
+EXIT_BATCH_PENDING = 4  # run --batch / batch collect: a batch is submitted or still running; run again later
 
 
 class GroundjudgeGroup(click.Group):
@@ -157,14 +159,21 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
                    "fails the run too.")
 @click.option("--live", multiple=True, type=click.Path(path_type=Path),
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
+@click.option("--history", "history_file", type=click.Path(path_type=Path),
+              help="Run history to append to (default: history.sqlite beside the run folder).")
+@click.option("--no-history", is_flag=True, help="Do not append this run to the run history.")
+@click.option("--batch", is_flag=True,
+              help="Judge through the OpenAI Batch API: submit, exit 4; run again (or `batch collect`) to finish.")
+@click.option("--batch-wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="With --batch: poll (with backoff) up to this many seconds before exiting 4.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
-        labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...]) -> None:
+        labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
+        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports."""
     from groundjudge import api
-    from groundjudge.progress import JudgeProgress
 
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
@@ -173,15 +182,50 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.model": judge_model, "judge.rubric": rubric, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
-        "cache.enabled": False if no_cache else None})
-    out_dir = config.output.out or default_out()
+        "cache.enabled": False if no_cache else None, "output.history": history_file,
+        "output.keep_history": False if no_history else None})
+    run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
+                   batch_wait=batch_wait, profile=profile)
+
+
+def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | None, batch: bool = False,
+                   batch_wait: float = 0.0, profile: str | None = None) -> None:
+    from groundjudge import api
+    from groundjudge.judge.batch import BatchError
+    from groundjudge.progress import JudgeProgress
+
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
     own = api.profile_report(config, profile) if profile else None
+    # The inputs live until the process ends: keep the collector from walking their millions of
+    # objects again at every full collection, and collect young objects less often (records
+    # and verdicts are made by the hundred thousand and hold no cycles).
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
-            api.open_escalation(config, quiet=quiet) as escalate, JudgeProgress(quiet) as progress:
-        result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate)
-    doc = api.write_run_reports(result, out_dir, junit=junit, profile=own)
+            api.open_escalation(config, quiet=quiet) as escalate:
+        spent = None
+        if batch:
+            try:
+                step = api.batch_step(config, judge, out_dir, dataset=dataset, wait_s=batch_wait)
+            except BatchError as exc:
+                click.echo(f"error: batch: {exc}", err=True)
+                sys.exit(EXIT_JUDGE_UNREACHABLE)
+            if step.kind != "done":
+                click.echo(f"{step.message}. The batch id is in {out_dir / 'batch' / 'state.json'}; finish with "
+                           f"`groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not finished yet).",
+                           err=True)
+                sys.exit(EXIT_BATCH_PENDING)
+            if step.state.batches and not quiet:
+                click.echo(f"batch: {step.message}")
+            spent = step.state.usage
+            # The batches already asked again what earlier runs left invalid; what is still
+            # invalid now stays judge_error rather than being asked a third time, live.
+            config = config.model_copy(update={"judge": config.judge.model_copy(update={"retry_errors": False})})
+            judge.config = config
+        with JudgeProgress(quiet) as progress:
+            result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate, spent=spent)
+    doc = api.write_run_reports(result, out_dir, junit=junit, profile=own, history=api.history_path(config, out_dir))
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals
@@ -195,6 +239,119 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     if result.judge.totals.stopped:
         click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
     sys.exit(1 if result.exit_code == 0 and own is not None and own.passed is False else result.exit_code)
+
+
+@main.group()
+def batch() -> None:
+    """Batch runs: status of a run's batches, or collect them and finish the run."""
+
+
+@batch.command("status")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+def batch_status(run_dir: Path) -> None:
+    """Ask the endpoint where the run's open batch stands (nothing is collected)."""
+    from groundjudge import api
+    from groundjudge.config import Config
+    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
+    config = Config.model_validate(state.config)
+    with api.open_judge(config, quiet=True) as judge:
+        for record in state.batches:
+            line = f"{record.id}: {len(record.lines)} requests, "
+            if record.collected:
+                click.echo(line + f"collected ({record.status}): {record.stored} stored, {len(record.failed)} failed")
+                continue
+            if judge.base_url is None:
+                raise InputError.one(run_dir, None, "judge.base_url", "the run has no judge base URL")
+            endpoint = BatchEndpoint(judge.base_url, judge.settings.api_key)
+            try:
+                found = endpoint.retrieve(record.id)
+            except BatchError as exc:
+                click.echo(f"error: batch: {exc}", err=True)
+                sys.exit(EXIT_JUDGE_UNREACHABLE)
+            finally:
+                endpoint.close()
+            counts = found.request_counts
+            click.echo(line + f"{found.status}" + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
+
+
+@batch.command("collect")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Poll (with backoff) up to this many seconds for the batch to end.")
+@click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML.")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -> None:
+    """Poll the run's batch; when it has ended, store its replies, submit repairs if any, and
+    finish the run in RUN_DIR (exit 4 while a batch is still running)."""
+    from groundjudge.config import Config
+    from groundjudge.judge.batch import load_state
+
+    state = load_state(run_dir)
+    if state is None:
+        raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
+    run_and_report(Config.model_validate(state.config), run_dir, quiet=quiet, junit=junit, batch=True,
+                   batch_wait=wait)
+
+
+@main.command()
+@click.option("--history", "history_file", type=click.Path(path_type=Path),
+              help="Run history (default: [output] history, else runs/history.sqlite).")
+@click.option("--metric", "metrics", multiple=True, help="Metric to show (repeatable; default: headline metrics).")
+@click.option("--config", "config_id", help="Only this system config (as in triage).")
+@click.option("--settings", "config_path", type=click.Path(path_type=Path),
+              help="TOML config file, for its [output] history.")
+@click.option("--last", type=click.IntRange(min=1), default=20, show_default=True, help="Runs to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print the points as JSON lines.")
+@click.option("--fail-on-drop", is_flag=True, help="Exit 1 when the newest run has a real drop.")
+def history(config_path: Path | None, history_file: Path | None, metrics: tuple[str, ...], config_id: str | None,
+            last: int, as_json: bool, fail_on_drop: bool) -> None:
+    """Trends over past runs: each run against the previous comparable one, real drops flagged."""
+    from groundjudge import api
+    from groundjudge.history import HistoryStore, default_metrics, trend
+    from groundjudge.report.numbers import number
+
+    config = api.resolve_config(config_path, {"output.history": history_file})
+    path = config.output.history or Path("runs") / "history.sqlite"
+    store = HistoryStore(path)
+    runs = store.runs(last)
+    if not path.exists() or not runs:
+        raise InputError.one(path, None, "history", "no runs recorded here yet")
+    newest = runs[-1]
+    configs = [config_id] if config_id else sorted({c for r in runs for c in r.summary.configs})
+    points = []
+    for cfg in configs:
+        if not any(cfg in r.summary.configs for r in runs):
+            raise InputError.one(path, None, "config", f"no runs of config {cfg!r}")
+        holder = next(r for r in reversed(runs) if cfg in r.summary.configs)
+        points += trend(store, list(metrics) or default_metrics(holder, cfg), config=cfg, last=last)
+    if as_json:
+        for p in points:
+            click.echo(json.dumps(p.as_dict()))
+    else:
+        by_run = {r.id: r for r in runs}
+        for cfg in configs:
+            for metric in dict.fromkeys(p.metric for p in points if p.config == cfg):
+                click.echo(f"\n{cfg} · {metric}")
+                click.echo(f"{'run':>5}  {'started':20}  {'golden':8}  {'rubric':8}  {'value':>8}  {'n':>6}  "
+                           f"{'delta':>8}  {'p':>7}  status")
+                for p in (p for p in points if p.config == cfg and p.metric == metric):
+                    s = by_run[p.run_id].summary
+                    mark = ("DROP (real)" if p.drop else f"{p.verdict}" if p.verdict else p.status)
+                    if p.status == "break":
+                        mark = f"BREAK: {p.note}" + (f"; {'DROP (real)' if p.drop else p.verdict}" if p.verdict else "")
+                    delta = f"{p.delta:+.4f}" if p.delta is not None else "–"
+                    click.echo(f"{p.run_id:>5}  {s.started_at:20}  {(s.golden_hash or '–')[:8]:8}  "
+                               f"{(s.rubric_hash or '–')[:8]:8}  {number(p.value, 4):>8}  {p.n:>6}  {delta:>8}  "
+                               f"{number(p.p_value, 4):>7}  {mark}")
+    drops = [p for p in points if p.drop and p.run_id == newest.id]
+    if drops:
+        click.echo("real drops in the newest run: " + ", ".join(f"{p.config}:{p.metric}" for p in drops), err=True)
+        if fail_on_drop:
+            sys.exit(1)
 
 
 @main.command()

@@ -51,6 +51,9 @@ class MetricsConfig(_Section):
 
 class OutputConfig(_Section):
     out: Path | None = None
+    history: Path | None = None  # run history (SQLite); unset: history.sqlite beside the run folder
+    keep_history: bool = True
+    trend_runs: int = Field(default=20, ge=2)  # runs shown in the report's trend chart
 
 
 class EscalateConfig(_Section):
@@ -86,6 +89,7 @@ class JudgeConfig(_Section):
     baseline_config: str | None = None
     retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
     escalate: EscalateConfig | None = None
+    batch_discount: float = Field(default=0.5, ge=0, le=1)  # batch price = this x the prices above
 
 
 class LocalJudgeConfig(_Section):
@@ -157,7 +161,7 @@ def _holds_path(annotation: Any) -> bool:
 
 
 PATH_FIELDS = {("inputs", name) for name, field in InputsConfig.model_fields.items() if _holds_path(field.annotation)} | {
-    ("output", "out"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
+    ("output", "out"), ("output", "history"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
     ("trust", "records_dir")}
 
 # GROUNDJUDGE_* environment variables and the setting each one sets

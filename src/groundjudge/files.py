@@ -41,5 +41,9 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
+    """``indent=None`` writes one compact line with the standard library's C encoder, several
+    times faster than the indenting one: for documents too large to read by eye anyway."""
+    separators = (",", ":") if indent is None else None
+    write_text_atomic(path, json.dumps(data, indent=indent, separators=separators, ensure_ascii=False,
+                                       allow_nan=False) + "\n")

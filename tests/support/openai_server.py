@@ -49,6 +49,7 @@ from typing import Any, Callable, Union
 
 __all__ = [
     "Action",
+    "BatchBackend",
     "DEFAULT_CONTENT",
     "DEFAULT_MODEL",
     "Disconnect",
@@ -330,6 +331,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if method == "POST" and path == "/v1/chat/completions":
                 self._chat(raw, rec)
+            elif path.startswith(("/v1/files", "/v1/batches")):
+                owner._record_other(rec)
+                status, payload = owner.batches.handle(method, path, raw, self.headers.get("Content-Type") or "", owner)
+                self._send(status, payload)
+                rec.responded_at = time.monotonic()
             elif method == "GET" and path == "/v1/models":
                 owner._record_other(rec)
                 self._send(200, {"object": "list", "data": [owner._model_entry()]})
@@ -462,8 +468,10 @@ class ScriptedOpenAIServer:
         port: int = 0,
         max_lifetime_s: float | None = 300.0,
         verbose: bool = False,
+        batches: "BatchBackend | None" = None,
     ) -> None:
         self.model = model
+        self.batches = batches if batches is not None else BatchBackend()
         self.delay_s = float(delay_s)
         self.reject_json_schema = reject_json_schema
         self.max_lifetime_s = max_lifetime_s
@@ -611,6 +619,17 @@ class ScriptedOpenAIServer:
         rec.action = action
         return action
 
+    def batch_action(self, body: dict) -> Any:
+        """The scripted action for one batch line: the same script as a live call, but not
+        counted in ``call_count`` nor recorded in ``requests`` (see ``batches.lines``)."""
+        with self._lock:
+            fn = self._script_fn
+            action = self._script.popleft() if fn is None and self._script else None
+            index = self._calls
+        if fn is not None:
+            action = fn(body, index)
+        return _coerce(action) if action is not None else self._default_action(body, index)
+
     # ------------------------------------------------------------------ recording
     def _record_other(self, rec: RecordedRequest) -> None:
         with self._lock:
@@ -699,6 +718,144 @@ class ScriptedOpenAIServer:
             ],
             "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
         }
+
+
+# ------------------------------------------------------------------------ files and batches
+
+
+class BatchBackend:
+    """The Files and Batch APIs (``/v1/files``, ``/v1/batches``), kept outside any one server so
+    that a server restarted on the same port with the same backend still knows every file and
+    batch (a restart mid-poll).
+
+    A batch stays ``in_progress`` for ``polls_to_complete`` retrievals, then completes: each
+    input line is answered with the server's scripted chat action for its body (or with
+    ``script``'s, when given: batch lines can then fail where live calls do not; a ``Reply``
+    becomes a 200 line in the output file, an ``HTTPError`` a failed line in the error file).
+    Faults: ``expire_after=k`` (for batches created while it is set) answers only the first k
+    lines and ends the batch ``expired`` (the rest go to the error file with code
+    ``batch_expired``, as the Batch API does); ``cancel`` ends a batch ``cancelled`` after its
+    first ``expire_after`` lines (0 if unset).
+    """
+
+    def __init__(self, *, polls_to_complete: int = 1, expire_after: int | None = None,
+                 script: ScriptFn | None = None) -> None:
+        self.script = script  # answers batch lines instead of the server's chat script, when set
+        self.polls_to_complete = polls_to_complete
+        self.expire_after = expire_after
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.lines: list[dict] = []  # every line answered, in order
+        self._polls: dict[str, int] = {}
+        self._expire: dict[str, int | None] = {}
+        self._lock = threading.Lock()
+
+    def _file(self, data: bytes, filename: str, purpose: str) -> dict:
+        fid = f"file-{uuid.uuid4().hex[:20]}"
+        entry = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                 "filename": filename, "purpose": purpose, "status": "processed", "data": data}
+        self.files[fid] = entry
+        return entry
+
+    @staticmethod
+    def _public(entry: dict) -> dict:
+        return {k: v for k, v in entry.items() if k != "data"}
+
+    def handle(self, method: str, path: str, raw: bytes, content_type: str, owner: "ScriptedOpenAIServer",
+               ) -> tuple[int, Any]:
+        parts = path.strip("/").split("/")  # v1, files|batches, id?, action?
+        with self._lock:
+            if parts[1] == "files":
+                if method == "POST" and len(parts) == 2:
+                    fields = _multipart(raw, content_type)
+                    if "file" not in fields or fields.get("purpose", (b"",))[0] != b"batch":
+                        return 400, _error_body(400, "a file and purpose=batch are required")
+                    data, filename = fields["file"]
+                    return 200, self._public(self._file(data, filename or "upload.jsonl", "batch"))
+                entry = self.files.get(parts[2]) if len(parts) > 2 else None
+                if entry is None:
+                    return 404, _error_body(404, "no such file")
+                if method == "GET" and len(parts) == 4 and parts[3] == "content":
+                    return 200, entry["data"]
+                return 200, self._public(entry)
+            if method == "POST" and len(parts) == 2:
+                body = json.loads(raw or b"{}")
+                if body.get("input_file_id") not in self.files:
+                    return 400, _error_body(400, "unknown input_file_id")
+                bid = f"batch_{uuid.uuid4().hex[:20]}"
+                self.batches[bid] = {
+                    "id": bid, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
+                    "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
+                    "status": "in_progress", "output_file_id": None, "error_file_id": None,
+                    "created_at": int(time.time()), "in_progress_at": int(time.time()), "expires_at": None,
+                    "completed_at": None, "expired_at": None, "cancelled_at": None, "failed_at": None,
+                    "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                    "metadata": body.get("metadata")}
+                self._polls[bid] = 0
+                self._expire[bid] = self.expire_after  # the fault applies to batches created while it is set
+                return 200, self.batches[bid]
+            batch = self.batches.get(parts[2]) if len(parts) > 2 else None
+            if batch is None:
+                return 404, _error_body(404, "no such batch")
+            if method == "POST" and len(parts) == 4 and parts[3] == "cancel":
+                if batch["status"] == "in_progress":
+                    self._finish(batch, owner, "cancelled", self._expire[batch["id"]] or 0)
+                return 200, batch
+            self._polls[batch["id"]] += 1
+            if batch["status"] == "in_progress" and self._polls[batch["id"]] >= self.polls_to_complete:
+                if self._expire[batch["id"]] is not None:
+                    self._finish(batch, owner, "expired", self._expire[batch["id"]])
+                else:
+                    self._finish(batch, owner, "completed", None)
+            return 200, batch
+
+    def _finish(self, batch: dict, owner: "ScriptedOpenAIServer", status: str, answer_first: int | None) -> None:
+        text = self.files[batch["input_file_id"]]["data"].decode("utf-8")
+        requests = [json.loads(line) for line in text.splitlines() if line.strip()]
+        out, errors = [], []
+        for i, req in enumerate(requests):
+            rid = f"batch_req_{uuid.uuid4().hex[:16]}"
+            if answer_first is not None and i >= answer_first:
+                errors.append({"id": rid, "custom_id": req["custom_id"], "response": None,
+                               "error": {"code": f"batch_{status}", "message": f"This request could not be executed "
+                                                                             f"before the batch was {status}."}})
+                continue
+            action = _coerce(self.script(req["body"], i)) if self.script else owner.batch_action(req["body"])
+            self.lines.append({"custom_id": req["custom_id"], "body": req["body"], "action": action})
+            if isinstance(action, Reply):
+                payload = owner._completion(req["body"], action.content, action.model, action.prompt_tokens,
+                                            action.completion_tokens, action.finish_reason, action.top_logprobs)
+                out.append({"id": rid, "custom_id": req["custom_id"],
+                            "response": {"status_code": 200, "request_id": rid, "body": payload}, "error": None})
+            else:
+                code = action.status if isinstance(action, HTTPError) else 500
+                errors.append({"id": rid, "custom_id": req["custom_id"],
+                               "response": {"status_code": code, "request_id": rid, "body": _error_body(code)},
+                               "error": None})
+        if out:
+            batch["output_file_id"] = self._file("".join(json.dumps(o) + "\n" for o in out).encode(),
+                                                 "batch_output.jsonl", "batch_output")["id"]
+        if errors:
+            batch["error_file_id"] = self._file("".join(json.dumps(e) + "\n" for e in errors).encode(),
+                                                "batch_errors.jsonl", "batch_output")["id"]
+        batch["status"] = status
+        batch[f"{status}_at"] = int(time.time())
+        batch["request_counts"] = {"total": len(requests), "completed": len(out), "failed": len(errors)}
+
+
+def _multipart(raw: bytes, content_type: str) -> dict[str, tuple[bytes, str | None]]:
+    """Fields of a multipart/form-data body: name -> (bytes, filename)."""
+    import email.parser
+    import email.policy
+
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + raw)
+    fields: dict[str, tuple[bytes, str | None]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if name:
+            fields[str(name)] = (part.get_payload(decode=True) or b"", part.get_filename())
+    return fields
 
 
 # -------------------------------------------------------------------------------- CLI

@@ -20,9 +20,12 @@ from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric
 
 
-def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem) -> str:
+def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem, *,
+              rubric_hash: str | None = None) -> str:
+    """``rubric_hash``: the rubric's content hash when the caller has it already (hashing the
+    rubric costs more than the rest of the key)."""
     parts = {
-        "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
+        "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric_hash or rubric.content_hash},
         "model": model,
         "decoding": decoding,
         "question": item.question,

@@ -53,9 +53,11 @@ class Answer:
         return self.said_yes if self.probability is None else self.probability >= cut
 
 
-def question_key(rubric: Rubric, model: str, decoding: dict[str, Any], question: Question) -> str:
-    """Everything the answer depends on: rubric identity, model, decoding and the exact messages."""
-    parts = {"rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
+def question_key(rubric: Rubric, model: str, decoding: dict[str, Any], question: Question, *,
+                 rubric_hash: str | None = None) -> str:
+    """Everything the answer depends on: rubric identity, model, decoding and the exact messages
+    (``rubric_hash``: the rubric's content hash, when the caller has it already)."""
+    parts = {"rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric_hash or rubric.content_hash},
              "model": model, "decoding": decoding, "kind": question.kind, "messages": question.messages}
     canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

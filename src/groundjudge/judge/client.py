@@ -96,6 +96,55 @@ class TokenAnswer:
     requests: int
 
 
+def response_format(mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
+def chat_request(settings: ClientSettings, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
+                 mode: OutputMode) -> dict[str, Any]:
+    """The body of one verdict request: what a live call sends, and what a batch line holds."""
+    body: dict[str, Any] = {"model": settings.model, "messages": messages, "temperature": settings.temperature,
+                            "max_tokens": settings.max_tokens}
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    fmt = response_format(mode, schema, name)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
+def token_request(settings: ClientSettings, messages: list[dict[str, str]], *, max_tokens: int = 1,
+                  top_logprobs: int = 10) -> dict[str, Any]:
+    """The body of one short question with token probabilities (claim_check), live or in a batch."""
+    body: dict[str, Any] = {"model": settings.model, "messages": messages, "temperature": settings.temperature,
+                            "max_tokens": max_tokens, "logprobs": True, "top_logprobs": top_logprobs}
+    if settings.seed is not None:
+        body["seed"] = settings.seed
+    return body
+
+
+def token_answer(choice: Any) -> tuple[str, list[list[tuple[str, float]]]]:
+    """The text of a short answer and, per token, its top alternatives with logprobs, from a
+    completion choice (an SDK object, or the same as a plain dict from a batch output line)."""
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    message = get(choice, "message")
+    text = (get(message, "content") if message is not None else None) or ""
+    tokens: list[list[tuple[str, float]]] = []
+    logprobs = get(choice, "logprobs")
+    for position in (get(logprobs, "content") if logprobs is not None else None) or []:
+        alternatives = [(get(alt, "token"), get(alt, "logprob")) for alt in (get(position, "top_logprobs") or [])]
+        if not alternatives and get(position, "token") is not None:
+            alternatives = [(get(position, "token"), get(position, "logprob"))]
+        tokens.append(alternatives)
+    return text, tokens
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
@@ -151,12 +200,6 @@ class JudgeClient:
     def mode(self) -> OutputMode:
         return MODES[self._mode_index]
 
-    def _response_format(self, mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
-        if mode == "json_schema":
-            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-        if mode == "json_object_schema":
-            return {"type": "json_object", "schema": schema}
-        return None
 
     def _wait(self, retry_state: Any) -> float:
         exc = retry_state.outcome.exception()
@@ -170,14 +213,7 @@ class JudgeClient:
                         requests: list[int]) -> tuple[Any, OutputMode]:
         while True:
             mode = self.mode
-            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                      "temperature": self.settings.temperature,
-                                      "max_tokens": self.settings.max_tokens}
-            if self.settings.seed is not None:
-                kwargs["seed"] = self.settings.seed
-            fmt = self._response_format(mode, schema, name)
-            if fmt is not None:
-                kwargs["response_format"] = fmt
+            kwargs = chat_request(self.settings, messages, schema, name, mode)
             if self._limiter is not None:
                 await self._limiter.acquire()
             requests[0] += 1
@@ -240,11 +276,7 @@ class JudgeClient:
         sampled text is there (the caller records the confidence as unknown).
         """
         async def call(requests: list[int]) -> tuple[Any, None]:
-            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                      "temperature": self.settings.temperature, "max_tokens": max_tokens,
-                                      "logprobs": True, "top_logprobs": top_logprobs}
-            if self.settings.seed is not None:
-                kwargs["seed"] = self.settings.seed
+            kwargs = token_request(self.settings, messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
             if self._limiter is not None:
                 await self._limiter.acquire()
             requests[0] += 1
@@ -252,14 +284,7 @@ class JudgeClient:
 
         response, _, attempts, requests = await self._retried(call)
         choice = response.choices[0] if response.choices else None
-        text = (choice.message.content if choice and choice.message else None) or ""
-        tokens: list[list[tuple[str, float]]] = []
-        content = getattr(getattr(choice, "logprobs", None), "content", None) if choice else None
-        for position in content or []:
-            alternatives = [(alt.token, alt.logprob) for alt in (position.top_logprobs or [])]
-            if not alternatives and position.token is not None:
-                alternatives = [(position.token, position.logprob)]
-            tokens.append(alternatives)
+        text, tokens = token_answer(choice) if choice is not None else ("", [])
         usage = response.usage
         return TokenAnswer(text=text, tokens=tokens, model=response.model,
                            prompt_tokens=usage.prompt_tokens if usage else 0,

@@ -126,9 +126,10 @@ class JudgeEngine:
         if not self.model:
             raise ValueError("the engine needs the pinned model id (or a client)")
         self._client_lock = asyncio.Lock()
+        self._rubric_hash = self.rubric.content_hash
 
     def key(self, item: JudgeItem) -> str:
-        return cache_key(self.rubric, self.model, self.decoding, item)
+        return cache_key(self.rubric, self.model, self.decoding, item, rubric_hash=self._rubric_hash)
 
     async def _get_client(self) -> JudgeClient:
         async with self._client_lock:
@@ -222,10 +223,30 @@ class JudgeEngine:
                 out.status, out.reason = "judge_error", exc.reason
             out.seconds += time.monotonic() - started
 
-    async def _run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str]) -> _Pending:
-        out = _Pending(item)
-        key = out.cache_key = self.key(item)
+    def _from_cache(self, item: JudgeItem) -> tuple[_Pending | None, str, CachedReply | None]:
+        """The item judged from a valid cached reply, without the event loop; else None, with
+        the key and entry looked up (no entry, or one that needs a repair or a new call:
+        ``_run_item`` handles those)."""
+        key = self.key(item)
         cached = self.cache.get(key)
+        if cached is None:
+            return None, key, None
+        out = _Pending(item, source="cache", cache_key=key)
+        try:
+            self._from_reply(out, cached.raw)
+        except VerdictError:
+            return None, key, cached
+        self.totals.cache_hits += 1
+        return self._finish(out), key, cached
+
+    async def _run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str],
+                        looked_up: tuple[str, CachedReply | None] | None = None) -> _Pending:
+        out = _Pending(item)
+        if looked_up is None:
+            key = out.cache_key = self.key(item)
+            cached = self.cache.get(key)
+        else:
+            (key, cached), out.cache_key = looked_up, looked_up[0]
         if cached is None:
             out.source = "call"
             await self._send(out, sem, stop, lambda: self._judge_one(out, key, []))
@@ -280,7 +301,7 @@ class JudgeEngine:
                    stop: dict[str, str], fresh: list[int]) -> claim_check.Answer:
         spec = self.rubric.claim_questions
         assert spec is not None
-        key = claim_check.question_key(self.rubric, self.model, self.decoding, question)
+        key = claim_check.question_key(self.rubric, self.model, self.decoding, question, rubric_hash=self._rubric_hash)
         cached = self.cache.get(key)
         if cached is None:
             async with sem:
@@ -368,7 +389,15 @@ class JudgeEngine:
             if self.rubric.protocol == "claim_questions":
                 pending = await self._run_claim_items(items, sem, stop)
             else:
-                pending = await asyncio.gather(*(self._run_item(item, sem, stop) for item in items))
+                # Cache hits first, in a plain loop: a nightly run of 200,000 cached items then
+                # costs no coroutine per item. The rest (calls, repairs) run concurrently.
+                looked = [self._from_cache(item) for item in items]
+                misses = [i for i, (p, _, _) in enumerate(looked) if p is None]
+                called = await asyncio.gather(*(self._run_item(items[i], sem, stop, looked[i][1:]) for i in misses))
+                found = [p for p, _, _ in looked]
+                for i, p in zip(misses, called):
+                    found[i] = p
+                pending = found  # type: ignore[assignment]
         finally:
             if self.client is not None:
                 await self.client.close()

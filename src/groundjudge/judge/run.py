@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from groundjudge.judge.engine import Budget, EngineTotals, JudgeEngine, Pricing
 from groundjudge.judge.results import (CaseJudgement, ConfigJudgement, CriterionInfo, JudgeRun, JudgeTotals,
-                                       summarize_config)
+                                       Usage, summarize_config)
 from groundjudge.judge.session import JudgeSession
 from groundjudge.load.dataset import Dataset
 from groundjudge.select import Selection, skip_counts
@@ -38,10 +38,14 @@ def make_engine(session: JudgeSession, on_progress: Callable[[EngineTotals], Non
 
 
 def judge_selected(session: JudgeSession, selections: Sequence[Selection], progress: object = None,
-                   ) -> tuple[list[CaseJudgement], EngineTotals]:
-    """Judge the selections marked ``judge``; results in the same order as those selections."""
+                   spent: Usage | None = None) -> tuple[list[CaseJudgement], EngineTotals]:
+    """Judge the selections marked ``judge``; results in the same order as those selections.
+    ``spent``: what this run already paid elsewhere (its batches): counted in the totals and
+    against the budget."""
     chosen = [s for s in selections if s.judge and s.item is not None]
     engine = make_engine(session, getattr(progress, "update", None))
+    if spent is not None:
+        engine.totals.usage = spent
     if progress is not None:
         progress.start(len(chosen))  # type: ignore[attr-defined]
     results = asyncio.run(engine.run([s.item for s in chosen], [s.reason for s in chosen]))  # type: ignore[misc]
@@ -49,8 +53,8 @@ def judge_selected(session: JudgeSession, selections: Sequence[Selection], progr
 
 
 def judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Selection],
-              progress: object = None) -> JudgeRun:
-    results, totals = judge_selected(session, selections, progress)
+              progress: object = None, spent: Usage | None = None) -> JudgeRun:
+    results, totals = judge_selected(session, selections, progress, spent)
     by_pair = {(r.config_id, r.case_id): r for r in results}
     criteria = criteria_info(session)
     per_config: dict[str, ConfigJudgement] = {}

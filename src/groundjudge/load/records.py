@@ -101,6 +101,21 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
             yield line, InputProblem(str(path), line, None, f"invalid YAML: {exc}")
 
 
+def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
+    """Every line parsed and validated by pydantic-core in one step (about twice as fast as
+    ``json.loads`` then validation); None at the first bad line, so that the careful path
+    below reads the file again and names every problem the same way as always."""
+    records: list[tuple[int, M]] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            records.append((lineno, model.model_validate_json(raw)))
+        except ValidationError:
+            return None
+    return records or None
+
+
 def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
     """Read ``path`` (JSONL, or YAML when it ends in .yaml/.yml) as records of ``model``.
 
@@ -109,6 +124,10 @@ def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
     path = Path(path)
     text = read_text(path)
     is_yaml = path.suffix.lower() in {".yaml", ".yml"}
+    if not is_yaml:
+        fast = _jsonl_fast(text, model)
+        if fast is not None:
+            return fast
     objects = _yaml_objects(path, text) if is_yaml else _jsonl_objects(path, text)
     records: list[tuple[int, M]] = []
     problems: list[InputProblem] = []

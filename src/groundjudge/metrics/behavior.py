@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.metrics.text import normalize, strip_accents
@@ -48,9 +49,15 @@ class BehaviorRules:
         # Permission refusals are checked first: they often also say "cannot find".
         for behavior in ("permission_denied", "abstain", "escalate"):
             for phrases in self.phrases.get(behavior, {}).values():
-                if any(strip_accents(normalize(p)) in folded for p in phrases):
+                if any(_fold(p) in folded for p in phrases):
                     return behavior  # type: ignore[return-value]
         return "answer"
+
+
+@lru_cache(maxsize=4096)
+def _fold(phrase: str) -> str:
+    """A phrase as answers are compared: folded once, not once per answer."""
+    return strip_accents(normalize(phrase))
 
 
 def observed_behavior(trace: Trace, rules: BehaviorRules) -> Behavior:

@@ -209,3 +209,77 @@ def coverage_curve(title: str, curve: Sequence[dict], n: int, *, target: float, 
                f'{which} · dashed: lower bound</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def trend_lines(title: str, runs: Sequence[str], series: dict[str, Sequence[float | None]], *,
+                breaks: Sequence[int] = (), drops: Sequence[tuple[int, str]] = (), width: int = 720,
+                height: int = 260) -> str:
+    """Metric values over runs (x: run labels, oldest first; y: the values' own range).
+
+    ``breaks``: indexes of runs where the series breaks (golden set or rubric changed), drawn
+    as dashed lines and never joined across; ``drops``: (index, series name) of real drops,
+    ringed in red."""
+    left, right, top, bottom = 50, 150, 28, 40
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [v for vs in series.values() for v in vs if v is not None]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 0.05, hi + 0.05
+    pad = (hi - lo) * 0.1
+    lo, hi = lo - pad, hi + pad
+    n = len(runs)
+
+    def x(i: int) -> float:
+        return left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - (v - lo) / (hi - lo))
+
+    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+           f'<text x="0" y="16" class="chart-title">{escape(title)}</text>',
+           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ddd"/>']
+    for k in range(5):
+        v = lo + (hi - lo) * k / 4
+        out.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + plot_w}" y2="{y(v):.1f}" stroke="#f0f0f0"/>'
+                   f'<text x="{left - 4}" y="{y(v) + 4:.1f}" text-anchor="end" class="legend">{v:.3f}</text>')
+    step = max(1, n // 10)
+    for i, label in enumerate(runs):
+        if i % step == 0 or i == n - 1:
+            out.append(f'<text x="{x(i):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="legend">'
+                       f'{escape(label)}</text>')
+    for i in breaks:
+        bx = (x(i - 1) + x(i)) / 2 if i > 0 else x(i)
+        out.append(f'<line x1="{bx:.1f}" y1="{top}" x2="{bx:.1f}" y2="{top + plot_h}" stroke="#888" '
+                   f'stroke-dasharray="5 4"><title>series break before {escape(runs[i])}</title></line>'
+                   f'<text x="{bx + 3:.1f}" y="{top + 10}" class="na">break</text>')
+    ringed = set(drops)
+    for s, (name, vs) in enumerate(series.items()):
+        color = PALETTE[s % len(PALETTE)]
+        segment: list[str] = []
+        for i, v in enumerate(vs):
+            if i in breaks or v is None:
+                if len(segment) > 1:
+                    out.append(f'<polyline points="{" ".join(segment)}" fill="none" stroke="{color}" stroke-width="2"/>')
+                segment = []
+            if v is not None:
+                segment.append(f"{x(i):.1f},{y(v):.1f}")
+        if len(segment) > 1:
+            out.append(f'<polyline points="{" ".join(segment)}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for i, v in enumerate(vs):
+            if v is None:
+                continue
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}"><title>{escape(name)} '
+                       f'{escape(runs[i])}: {v:.4f}</title></circle>')
+            if (i, name) in ringed:
+                out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="8" fill="none" stroke="{PALETTE[3]}" '
+                           f'stroke-width="2.5"><title>real drop: {escape(name)} at {escape(runs[i])}</title></circle>')
+        ly = top + 6 + s * 16
+        out.append(f'<rect x="{left + plot_w + 12}" y="{ly}" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{left + plot_w + 26}" y="{ly + 9}" class="legend">{escape(name[:22])}</text>')
+    if drops:
+        ly = top + 6 + len(series) * 16 + 6
+        out.append(f'<circle cx="{left + plot_w + 17}" cy="{ly + 5}" r="6" fill="none" stroke="{PALETTE[3]}" '
+                   f'stroke-width="2.5"/><text x="{left + plot_w + 26}" y="{ly + 9}" class="legend">real drop</text>')
+    out.append("</svg>")
+    return "".join(out)

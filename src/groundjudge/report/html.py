@@ -51,43 +51,60 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
     return [seg for seg in segments if seg[0]]
 
 
-def _case_views(doc: dict[str, Any], dataset: Dataset) -> list[dict[str, Any]]:
+# Above this many (case, config) pairs the report keeps drill-downs for the failed ones only, up
+# to this many, and says so: a page with 200,000 drill-downs is neither small nor usable.
+MAX_DRILL_DOWNS = 2000
+
+
+def _pairs(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any], bool]]:
+    """(config, case, metric values, judge verdict, failed?) for every scored pair, in order."""
     judge = doc.get("judge", {}).get("per_config", {})
+    out = []
+    for cfg in doc["configs"]:
+        verdicts = judge.get(cfg, {}).get("cases", {})
+        for case_id, values in doc["per_config"][cfg]["per_case"].items():
+            verdict = verdicts.get(case_id, {})
+            failed = bool(deterministic_failures(values)) or verdict.get("status") == "judge_error" or any(
+                cl["verdict"] != "supported" for cl in verdict.get("claims", []))
+            out.append((cfg, case_id, values, verdict, failed))
+    return out
+
+
+def _case_views(doc: dict[str, Any], dataset: Dataset,
+                pairs: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]]) -> list[dict[str, Any]]:
     criteria = doc.get("judge", {}).get("criteria", [])
     headline = (criteria[0]["name"], criteria[0]["metric"]) if criteria else None
     views = []
-    for cfg in doc["configs"]:
-        for case_id, values in doc["per_config"][cfg]["per_case"].items():
-            case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
-            if trace is None:
-                continue
-            verdict = judge.get(cfg, {}).get("cases", {}).get(case_id, {})
-            claims = verdict.get("claims", [])
-            ranking = ranking_of(trace)
-            scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
-            context_ids = [c.chunk_id for c in trace.context_chunks]
-            cited = [c.chunk_id for c in trace.citations]
-            failures = deterministic_failures(values)
-            views.append({
-                "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
-                "difficulty": case.difficulty or "", "question": case.question,
-                "expected": case.expected_answer or "", "expected_behavior": case.expected_behavior,
-                "observed_behavior": doc["per_config"][cfg]["case_details"][case_id]["observed_behavior"],
-                "failures": [DESCRIPTIONS[f] for f in failures],
-                "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
-                "headline": (verdict.get("criteria", {}).get(headline[0]) or {}).get("value") if headline else None,
-                "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
-                               "relevant": case.relevance.get(cid, 0) > 0, "in_context": cid in context_ids}
-                              for i, cid in enumerate(ranking[:10])],
-                "contexts": [{"id": c.chunk_id, "text": c.text if c.text is not None
-                              else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), "cited": c.chunk_id in cited}
-                             for c in trace.context_chunks],
-                "cited_outside": [{"id": cid, "text": dataset.corpus.text_of(cid) or "(no text)"}
-                                  for cid in cited if cid not in context_ids],
-                "answer": highlight(trace.answer or "", claims),
-                "claims": claims,
-                "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],
-            })
+    for cfg, case_id, values, verdict, failed in pairs:
+        case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
+        if trace is None:
+            continue
+        claims = verdict.get("claims", [])
+        ranking = ranking_of(trace)
+        scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
+        context_ids = [c.chunk_id for c in trace.context_chunks]
+        cited = [c.chunk_id for c in trace.citations]
+        failures = deterministic_failures(values)
+        views.append({
+            "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
+            "difficulty": case.difficulty or "", "question": case.question,
+            "expected": case.expected_answer or "", "expected_behavior": case.expected_behavior,
+            "observed_behavior": doc["per_config"][cfg]["case_details"][case_id]["observed_behavior"],
+            "failures": [DESCRIPTIONS[f] for f in failures],
+            "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
+            "headline": (verdict.get("criteria", {}).get(headline[0]) or {}).get("value") if headline else None,
+            "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
+                           "relevant": case.relevance.get(cid, 0) > 0, "in_context": cid in context_ids}
+                          for i, cid in enumerate(ranking[:10])],
+            "contexts": [{"id": c.chunk_id, "text": c.text if c.text is not None
+                          else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), "cited": c.chunk_id in cited}
+                         for c in trace.context_chunks],
+            "cited_outside": [{"id": cid, "text": dataset.corpus.text_of(cid) or "(no text)"}
+                              for cid in cited if cid not in context_ids],
+            "answer": highlight(trace.answer or "", claims),
+            "claims": claims, "failed": failed,
+            "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],
+        })
     return views
 
 
@@ -154,17 +171,34 @@ def _trust_short(doc: dict[str, Any]) -> str:
     return "judge untrusted, findings advisory: " + "; ".join(f"{m}: {t['reason']}" for m, t in trust.items())
 
 
-def render_html(doc: dict[str, Any], dataset: Dataset) -> str:
+def _trend_chart(trend: dict[str, Any]) -> Markup:
+    return Markup(charts.trend_lines(
+        f"{trend['config']}: last {len(trend['runs'])} runs", trend["runs"], trend["series"],
+        breaks=trend["breaks"], drops=[(i, m) for i, m in trend["drops"]]))
+
+
+def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | None = None) -> str:
+    """``trend``: the run history's points for the trend chart (``history.trend_view``), if kept."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = number
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
-    cases = _case_views(doc, dataset)
+    pairs = _pairs(doc)
+    failing = [p for p in pairs if p[4]]
+    cap_note = None
+    if len(pairs) > MAX_DRILL_DOWNS:
+        shown = failing[:MAX_DRILL_DOWNS]
+        cap_note = (f"{len(pairs):,} case × config pairs, {len(failing):,} failed: this page details the first "
+                    f"{len(shown):,} failed ones only. Every case is in report.json, and every failure in "
+                    "triage.jsonl and triage.md.")
+    else:
+        shown = pairs
+    cases = _case_views(doc, dataset, shown)
     criteria = doc.get("judge", {}).get("criteria", [])
     return template.render(
         doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0]["metric"] if criteria else None,
-        failed=[c for c in cases if c["failures"] or c["judge_status"] == "judge_error"
-                or any(cl["verdict"] != "supported" for cl in c["claims"])],
+        failed=[c for c in cases if c["failed"]], failed_total=len(failing), cap_note=cap_note,
     )

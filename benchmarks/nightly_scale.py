@@ -1,0 +1,248 @@
+"""A synthetic nightly run at scale (issue 15, SPEC 9): cases x 2 configs, every verdict cached.
+
+Generates a nightly set (default 100,000 cases x 2 configs; 10 retrieved chunks, 4 in context,
+about 100-word answers with citations, a corpus of every chunk's text), pre-fills the judge
+cache with a valid verdict for every item the run will judge, then measures each stage of a
+run in this process: load, deterministic metrics, selection, the all-cached judge pass, gates,
+report writing (with the run history). Finally it runs the whole cached re-run as the CLI does,
+`groundjudge run` in a fresh process, and measures that end to end. Wall time per stage and
+peak memory (the process's max RSS after the stage, and the RSS growth within it).
+
+Usage (from the worktree root):
+  PYTHONPATH=src python benchmarks/nightly_scale.py --cases 5000 [--dir /tmp/nightly_scale] [--keep]
+  PYTHONPATH=src python benchmarks/nightly_scale.py --cases 100000 --json benchmarks/results/nightly_scale.json
+
+The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cases under 60 s
+and under 2 GiB on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("policy employee leave annual service band contract remote office tenant access role days year month "
+         "manager approval request travel expense limit receipt claim device laptop security password reset "
+         "network account review quarter budget report audit vendor invoice payment term notice period").split()
+CONFIGS = ("baseline", "candidate")
+POOL = 20_000  # distractor chunks shared by all cases
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def generate(folder: Path, cases: int, seed: int) -> None:
+    """golden.jsonl, traces/<config>.jsonl, corpus.jsonl, groundjudge.toml in ``folder``."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "traces").mkdir(exist_ok=True)
+    with open(folder / "corpus.jsonl", "w") as corpus:
+        for p in range(POOL):
+            corpus.write(json.dumps({"chunk_id": f"pool{p}#1", "doc_id": f"pool{p}", "text": words(rng, 60)}) + "\n")
+        for i in range(cases):
+            for k in (1, 2):
+                corpus.write(json.dumps({"chunk_id": f"d{i}#{k}", "doc_id": f"d{i}", "text": words(rng, 60)}) + "\n")
+    with open(folder / "golden.jsonl", "w") as golden:
+        for i in range(cases):
+            golden.write(json.dumps({
+                "id": f"n{i:06d}", "question": words(rng, 12) + "?", "expected_answer": words(rng, 20),
+                "expected_chunk_ids": [f"d{i}#1"], "relevance": {f"d{i}#1": 3, f"d{i}#2": 1},
+                "must_cite": [f"d{i}#1"], "must_contain": [], "tags": [rng.choice(("hr", "it", "finance", "legal"))],
+                "difficulty": rng.choice(("easy", "medium", "hard")), "expected_behavior": "answer"}) + "\n")
+    for c, cfg in enumerate(CONFIGS):
+        with open(folder / "traces" / f"{cfg}.jsonl", "w") as traces:
+            for i in range(cases):
+                own = [f"d{i}#1", f"d{i}#2"]
+                ranked = [*rng.sample([f"pool{p}#1" for p in rng.sample(range(POOL), 8)], 8)]
+                hit_at = rng.randrange(0, 6 if c else 9)  # the candidate ranks the relevant chunk higher
+                ranked.insert(hit_at, own[0])
+                ranked.insert(min(hit_at + rng.randrange(1, 3), len(ranked)), own[1])
+                ranked = ranked[:10]
+                context = ranked[:4]
+                cited = [cid for cid in context if cid.startswith("d")][:1] or context[:1]
+                answer = words(rng, 48) + f" [{cited[0]}] " + words(rng, 48) + "."
+                traces.write(json.dumps({
+                    "query_id": f"n{i:06d}", "config_id": cfg,
+                    "retrieved_chunks": [{"chunk_id": cid, "doc_id": cid.split("#")[0], "score": round(1 - r / 20, 3),
+                                          "rank": r + 1} for r, cid in enumerate(ranked)],
+                    "context_chunks": context, "answer": answer, "citations": [{"chunk_id": cited[0]}],
+                    "latency_ms": {"end_to_end": round(rng.uniform(400, 2500), 1)},
+                    "versions": {"chunking": "v1"}}) + "\n")
+    (folder / "groundjudge.toml").write_text(
+        '[inputs]\ngolden = "golden.jsonl"\ntraces = ["traces/baseline.jsonl", "traces/candidate.jsonl"]\n'
+        'corpus = "corpus.jsonl"\n\n[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "bench-judge"\n'
+        'rubric = "grounded_answer"\n\n[cache]\ndir = "cache"\n\n[gates]\nconfigs = ["candidate"]\n\n'
+        '[gates.metrics]\n"recall@10" = { min = 0.9 }\nfaithfulness = { min = 0.9 }\n\n'
+        f'[trust]\nrecords_dir = "{folder / "records"}"\n')
+
+
+def verdict(context_ids: list[str]) -> str:
+    first = context_ids[0]
+    return json.dumps({"claims": [
+        {"claim": "the main fact", "cited": [first], "verdict": "supported", "support": [first]},
+        {"claim": "an extra detail", "cited": [], "verdict": "unsupported", "support": []}],
+        "correctness": 3, "reason": "the main fact is in the context"})
+
+
+class Stages:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def run(self, name: str, fn: Any) -> Any:
+        before = rss_mb()
+        started = time.perf_counter()
+        out = fn()
+        seconds = time.perf_counter() - started
+        self.rows.append({"stage": name, "seconds": round(seconds, 2), "rss_growth_mb": round(rss_mb() - before),
+                          "max_rss_mb": round(max_rss_mb())})
+        print(f"  {name:34s} {seconds:8.2f} s   max RSS {max_rss_mb():7.0f} MB   (+{rss_mb() - before:.0f} MB)",
+              flush=True)
+        return out
+
+
+# The cached re-run as a user runs it, in a fresh process that reports its own peak RSS.
+CLI_WRAPPER = ("import atexit, resource, sys\n"
+               "atexit.register(lambda: print(f'MAXRSS_MB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}',"
+               " file=sys.stderr))\n"
+               "sys.argv = ['groundjudge', *sys.argv[1:]]\n"
+               "from groundjudge.cli import main\n"
+               "main()\n")
+
+
+def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
+    """Pre-fill the cache, then every stage of a run in this process; returns the figures."""
+    from groundjudge import api
+    from groundjudge.judge.cache import CachedReply, cache_key
+    from groundjudge.judge.run import judge_run
+    from groundjudge.judge.session import JudgeSession
+    from groundjudge.metrics.evaluate import evaluate_dataset
+
+    config = api.resolve_config(folder / "groundjudge.toml")
+    setup, stages = Stages(), Stages()
+    dataset = stages.run("load (parse + validate)", lambda: api.load_inputs(config))
+    if gc_freeze:  # as `groundjudge run` does: the loaded inputs live to the end of the process
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 100)
+    settings = api.metric_settings(config)
+    metrics = stages.run("deterministic metrics", lambda: evaluate_dataset(dataset, settings))
+    selections = stages.run("selection", lambda: api.select(config, dataset, metrics))
+    rubric = api.rubric_for(config)
+    session = JudgeSession(config, rubric, log=None)
+    chosen = [s for s in selections if s.judge and s.item is not None]
+
+    def prefill() -> None:
+        decoding, rubric_hash = session.decoding(), rubric.content_hash
+        for s in chosen:
+            key = cache_key(rubric, session.model, decoding, s.item, rubric_hash=rubric_hash)
+            session.cache.put(key, CachedReply(raw=verdict([cid for cid, _ in s.item.contexts]), model=session.model,
+                                               prompt_tokens=900, completion_tokens=80, created=time.time()))
+
+    setup.run(f"pre-fill cache ({len(chosen)} replies, setup)", prefill)
+    judged = stages.run("judge pass (every verdict cached)", lambda: judge_run(session, dataset, selections))
+    assert judged.totals.cache_hits == len(chosen) and judged.totals.usage.requests == 0, judged.totals
+    session.close()
+
+    def gates_and_result() -> Any:
+        from groundjudge.calibrate.record import find_records
+        from groundjudge.gate import evaluate_gates
+
+        gates = evaluate_gates(metrics, judged, config.gates, api.trust_rules(config),
+                               find_records(config.trust.records_dir))
+        return api.RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
+                             selections=tuple(selections), judge=judged, gates=gates, calibration=None,
+                             bias_corrected=None, exit_code=0 if gates.passed else 1)
+
+    result = stages.run("gates", gates_and_result)
+    out = folder / "runs" / "in-process"
+    stages.run("reports + history append", lambda: api.write_run_reports(
+        result, out, history=folder / "runs" / "history.sqlite"))
+    sizes = {p.name: round(p.stat().st_size / 2**20, 1) for p in out.iterdir() if p.is_file()}
+    print(f"  report files (MB): {sizes}", flush=True)
+    return {"judged_items": len(chosen), "setup": setup.rows, "stages": stages.rows, "report_files_mb": sizes}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
+    parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
+                        help="in-process stages without the CLI's collector settings (for comparison)")
+    parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)  # internal: the child's figures file
+    args = parser.parse_args()
+    folder = args.dir / f"n{args.cases}"
+    if args.in_process:
+        args.in_process.write_text(json.dumps(in_process(folder, args.gc_freeze)))
+        return 0
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
+    setup = Stages()
+    setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
+    size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
+    print(f"  input files: {size / 2**20:.0f} MB", flush=True)
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+
+    # each measured process on its own, so that one's memory never inflates the other's
+    figures = folder / "in_process.json"
+    child = [sys.executable, __file__, "--cases", str(args.cases), "--dir", str(args.dir), "--in-process", str(figures)]
+    if not args.gc_freeze:
+        child.append("--no-gc-freeze")
+    if subprocess.run(child, env=env, check=False).returncode != 0:
+        return 1
+    inner = json.loads(figures.read_text())
+    in_process_s = sum(r["seconds"] for r in inner["stages"])
+
+    cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
+           "--out", str(folder / "runs" / "cli"), "--quiet"]
+    started = time.perf_counter()
+    proc = subprocess.run(cli, cwd=folder, capture_output=True, text=True, env=env, check=False)
+    cli_seconds = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        print(proc.stderr[-3000:], file=sys.stderr)
+        return 1
+    cli_rss = float(proc.stderr.rsplit("MAXRSS_MB ", 1)[1].split()[0])
+    report = json.loads((folder / "runs" / "cli" / "report.json").read_text())
+    assert report["judge"]["totals"]["usage"]["requests"] == 0
+    print(f"  {'cached re-run, `groundjudge run`':34s} {cli_seconds:8.2f} s   max RSS {cli_rss:7.0f} MB "
+          f"(exit {proc.returncode}, {report['judge']['totals']['cache_hits']} cache hits, 0 requests)", flush=True)
+    print(f"\nin-process stages: {in_process_s:.1f} s; cached re-run (CLI): {cli_seconds:.1f} s, {cli_rss:.0f} MB; "
+          f"goal at 100,000 x 2: < 60 s and < 2048 MB", flush=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "cases": args.cases, "configs": len(CONFIGS), "input_mb": round(size / 2**20),
+            "setup": setup.rows + inner["setup"], "stages": inner["stages"], "judged_items": inner["judged_items"],
+            "report_files_mb": inner["report_files_mb"],
+            "cached_rerun_cli": {"seconds": round(cli_seconds, 2), "max_rss_mb": round(cli_rss),
+                                 "exit_code": proc.returncode}}, indent=1) + "\n")
+    if not args.keep:
+        shutil.rmtree(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

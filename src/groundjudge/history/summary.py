@@ -1,0 +1,146 @@
+"""One run's record for the history: aggregates with n, gates, trust, cost, provenance, and
+the per-case values the paired test needs, stored compactly: per config the case ids once,
+then one float64 column per metric (NaN for no value), each zlib-compressed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import zlib
+from array import array
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from groundjudge.judge.results import MetricValue
+from groundjudge.report.document import ReportDocument
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConfigSummary(_Frozen):
+    aggregate: dict[str, MetricValue]  # deterministic and judge metrics, each with its n
+    judge_status: dict[str, int]  # judged / skipped / judge_error counts
+    gates_passed: bool | None  # None: no gate covers this config
+
+
+class RunSummary(_Frozen):
+    """What the history keeps of one run (its per-case values are stored beside it, see ``pack``)."""
+
+    started_at: str
+    run_dir: str | None
+    golden_hash: str | None
+    data_hashes: dict[str, str | None]  # golden, traces, corpus: sha256 of the file bytes
+    rubric: str | None  # "id/vN"
+    rubric_hash: str | None
+    model: str | None
+    passed: bool
+    failed_gates: list[str]
+    trust: dict[str, bool]  # judge metric -> trusted
+    judge_metrics: list[str]  # metrics the judge feeds: comparable only under the same rubric and model
+    cost_usd: float
+    requests: int
+    tool_version: str
+    git_commit: str | None
+    configs: dict[str, ConfigSummary]
+
+
+def file_hash(paths: Iterable[Path]) -> str | None:
+    """sha256 over the bytes of the files in order (None when there are none)."""
+    paths = list(paths)
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def data_hashes(golden: Path | None, traces: Iterable[Path], corpus: Path | None) -> dict[str, str | None]:
+    return {"golden": file_hash([golden] if golden else []), "traces": file_hash(traces),
+            "corpus": file_hash([corpus] if corpus else [])}
+
+
+def per_case_values(doc: ReportDocument) -> dict[str, dict[str, dict[str, float | None]]]:
+    """config -> case -> metric -> value: deterministic metrics and judge criterion values."""
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for cfg, section in doc.per_config.items():
+        cases = {cid: dict(values) for cid, values in section.per_case.items()}
+        judged = doc.judge.per_config.get(cfg)
+        if judged is not None:
+            for cid, case in judged.cases.items():
+                row = cases.setdefault(cid, {})
+                for crit in doc.judge.criteria:
+                    value = case.criteria.get(crit.name)
+                    row[crit.metric] = value.value if value is not None else None
+        out[cfg] = cases
+    return out
+
+
+def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir: str | Path | None = None,
+                  *, started_at: datetime | None = None) -> RunSummary:
+    gated = set(doc.gates.gated_configs)
+    configs: dict[str, ConfigSummary] = {}
+    for cfg, section in doc.per_config.items():
+        aggregate = dict(section.aggregate)
+        judged = doc.judge.per_config.get(cfg)
+        if judged is not None:
+            aggregate.update(judged.summary.metrics)
+            aggregate["judge_error_rate"] = judged.summary.judge_error_rate
+        mine = [r for r in doc.gates.results if r.config_id == cfg and r.blocking]
+        configs[cfg] = ConfigSummary(
+            aggregate=aggregate, judge_status=dict(judged.summary.status_counts) if judged else {},
+            gates_passed=(all(r.status != "fail" for r in mine) if cfg in gated else None))
+    ident = doc.judge.identity
+    when = started_at or datetime.now(timezone.utc)
+    return RunSummary(
+        started_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"), run_dir=str(run_dir) if run_dir is not None else None,
+        golden_hash=hashes.get("golden"), data_hashes=dict(hashes),
+        rubric=f"{ident.rubric.id}/v{ident.rubric.version}", rubric_hash=ident.rubric.hash, model=ident.model,
+        passed=doc.gates.passed, failed_gates=list(doc.gates.failed),
+        trust={metric: status.trusted for metric, status in doc.gates.trust.items()},
+        judge_metrics=[c.metric for c in doc.judge.criteria] + ["judge_error_rate"],
+        cost_usd=doc.judge.totals.usage.cost_usd, requests=doc.judge.totals.usage.requests,
+        tool_version=doc.provenance.tool_version, git_commit=doc.provenance.git_commit, configs=configs)
+
+
+Packed = dict[str, tuple[bytes, dict[str, bytes]]]  # config -> (case ids, metric -> column)
+
+
+def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> Packed:
+    """config -> case -> metric -> value, as one blob of case ids per config and one column per
+    metric (float64, NaN for no value, zlib): a trend reads only the columns it shows."""
+    out: Packed = {}
+    for cfg, cases in values.items():
+        ids = list(cases)
+        columns: dict[str, list[float | None]] = {}
+        for i, row in enumerate(cases.values()):  # one pass over the rows, each value set once
+            for name, value in row.items():
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = [None] * len(ids)
+                column[i] = value
+        packed = {name: pack_column(columns[name]) for name in sorted(columns)}
+        out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), packed)
+    return out
+
+
+def pack_column(values: Iterable[float | None]) -> bytes:
+    return zlib.compress(array("d", (math.nan if v is None else float(v) for v in values)).tobytes(), 6)
+
+
+def unpack_ids(blob: bytes) -> list[str]:
+    return json.loads(zlib.decompress(blob))
+
+
+def unpack_column(blob: bytes) -> list[float | None]:
+    column = array("d")
+    column.frombytes(zlib.decompress(blob))
+    return [None if math.isnan(v) else v for v in column]

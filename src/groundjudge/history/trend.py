@@ -1,0 +1,184 @@
+"""Trends over runs, per config and metric, with breaks and real drops.
+
+A run is compared with the previous *comparable* run: the same golden set (file hash) and, for
+the metrics the judge feeds, also the same rubric hash and judge model. When the run just
+before differs in any of these, the point is marked a break with the reason; it is compared
+only with an older run that matches (none: not compared). Each comparison is the paired
+sign-flip test of ``report.compare`` over the cases both runs scored: cases whose values are
+equal add nothing to the statistic, so they are dropped first; with up to ``EXACT_MAX`` differing
+cases the resampled test runs as in ``groundjudge compare`` (10,000 sign flips, seeded), above
+that its normal approximation (z = |sum d| / sqrt(sum d^2)), which at that size is accurate and
+takes milliseconds instead of minutes for 100,000 cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from groundjudge.history.store import HistoryStore, StoredRun
+from groundjudge.report.compare import ALPHA, paired_permutation_p
+
+EXACT_MAX = 100
+REPS = 10000
+# metrics where a rise is the bad direction (by name or name prefix)
+LOWER_IS_BETTER = ("under_refusal", "over_refusal", "acl_leak", "empty_result", "latency_ms", "cost_usd",
+                   "judge_error_rate")
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.split("@")[0].startswith(LOWER_IS_BETTER)
+
+
+def sign_flip_p(diffs: Sequence[float], *, seed: int = 0) -> float | None:
+    """Two-sided p of the mean paired difference under random sign flips (see module doc)."""
+    moved = [d for d in diffs if d != 0]
+    if not diffs:
+        return None
+    if not moved:
+        return 1.0
+    if len(moved) <= EXACT_MAX:
+        return paired_permutation_p(moved, reps=REPS, seed=seed)
+    z = abs(math.fsum(moved)) / math.sqrt(math.fsum(d * d for d in moved))
+    return math.erfc(z / math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    run_id: int
+    started_at: str
+    config: str
+    metric: str
+    value: float | None
+    n: int
+    status: str  # "first", "compared", "break", "not compared"
+    note: str  # why a break, what was compared
+    against: int | None = None  # run id compared with
+    delta: float | None = None  # mean over the paired cases: this run minus that one
+    n_paired: int = 0
+    p_value: float | None = None
+    verdict: str | None = None  # "real" or "noise"
+    drop: bool = False  # a real change in the bad direction
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _key(run: StoredRun, judge_metric: bool) -> tuple[Any, ...]:
+    s = run.summary
+    return (s.golden_hash, s.rubric_hash, s.model) if judge_metric else (s.golden_hash,)
+
+
+def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | None:
+    a, b = prev.summary, run.summary
+    reasons = []
+    if a.golden_hash != b.golden_hash:
+        reasons.append("golden set changed")
+    if judge_metric and a.rubric_hash != b.rubric_hash:
+        reasons.append("rubric changed")
+    if judge_metric and a.model != b.model:
+        reasons.append("judge model changed")
+    return ", ".join(reasons) or None
+
+
+class _Cases:
+    """Per-case columns, read on demand; each run's case ids decoded once per config."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        self.store = store
+        self.ids: dict[tuple[int, str], list[str] | None] = {}
+
+    def column(self, run_id: int, config: str, metric: str) -> dict[str, float] | None:
+        if (run_id, config) not in self.ids:
+            self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
+        ids = self.ids[(run_id, config)]
+        values = self.store.column(run_id, config, metric) if ids is not None else None
+        if ids is None or values is None:
+            return None
+        return {c: v for c, v in zip(ids, values, strict=True) if v is not None}
+
+
+def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = None, last: int | None = 20,
+          seed: int = 0) -> list[TrendPoint]:
+    """Points for the last ``last`` runs, per config (all, or ``config``) and metric, oldest first.
+    Comparisons may reach back beyond the window for the previous comparable run."""
+    everything = store.runs()
+    shown_ids = {r.id for r in (everything[-last:] if last else everything)}
+    cases = _Cases(store)
+    points: list[TrendPoint] = []
+    configs = [config] if config else sorted({c for r in everything for c in r.summary.configs})
+    for cfg in configs:
+        series = [r for r in everything if cfg in r.summary.configs]
+        for metric in metrics:
+            for i, run in enumerate(series):
+                if run.id not in shown_ids:
+                    continue
+                agg = run.summary.configs[cfg].aggregate.get(metric)
+                judge_metric = metric in run.summary.judge_metrics
+                point = dict(run_id=run.id, started_at=run.summary.started_at, config=cfg, metric=metric,
+                             value=agg.value if agg else None, n=agg.n if agg else 0)
+                if i == 0:
+                    points.append(TrendPoint(**point, status="first", note="first run of the series"))
+                    continue
+                reason = _break_reason(series[i - 1], run, judge_metric)
+                key = _key(run, judge_metric)
+                prev = next((r for r in reversed(series[:i]) if _key(r, judge_metric) == key), None)
+                if prev is None:
+                    points.append(TrendPoint(**point, status="break" if reason else "not compared",
+                                             note=(reason or "") + ("; " if reason else "") + "no earlier comparable run"))
+                    continue
+                mine, theirs = cases.column(run.id, cfg, metric), cases.column(prev.id, cfg, metric)
+                if mine is None or theirs is None:
+                    points.append(TrendPoint(**point, status="break" if reason else "not compared",
+                                             note=(reason + "; " if reason else "") + "metric missing on one side"))
+                    continue
+                paired = [(theirs[c], v) for c, v in mine.items() if c in theirs]
+                diffs = [b - a for a, b in paired]
+                p = sign_flip_p(diffs, seed=seed)
+                delta = math.fsum(diffs) / len(diffs) if diffs else None
+                verdict = None if p is None else ("real" if p < ALPHA else "noise")
+                worse = delta is not None and (delta > 0 if lower_is_better(metric) else delta < 0)
+                note = f"vs run {prev.id}" + (f" ({reason}; compared with the last run that matches)" if reason else "")
+                points.append(TrendPoint(**point, status="break" if reason else "compared", note=note, against=prev.id,
+                                         delta=delta, n_paired=len(diffs), p_value=p, verdict=verdict,
+                                         drop=verdict == "real" and worse))
+    return points
+
+
+def default_metrics(run: StoredRun, config: str, count: int = 5, prefer: Sequence[str] = ()) -> list[str]:
+    """Metrics to show by default: ``prefer`` (the gated metrics) first, else the judge's headline
+    metric and the deterministic headline metrics; only rates (values within [0, 1]), so one
+    axis serves them all."""
+    from groundjudge.report.markdown import HEADLINE
+
+    aggregate = run.summary.configs[config].aggregate
+    judge = [m for m in run.summary.judge_metrics if m != "judge_error_rate"][:1]
+    chosen = [m for m in dict.fromkeys([*prefer, *judge, *HEADLINE]) if m in aggregate
+              and aggregate[m].value is not None and 0 <= aggregate[m].value <= 1]
+    return chosen[:count]
+
+
+def trend_view(points: Sequence[TrendPoint], config: str, store: str) -> dict[str, Any]:
+    """What the HTML report's trend chart draws, for one config: run labels, one series per
+    metric, breaks (indexes where any shown metric's series breaks), real drops, and notes."""
+    mine = [p for p in points if p.config == config]
+    run_ids = sorted({p.run_id for p in mine})
+    index = {r: i for i, r in enumerate(run_ids)}
+    metrics = list(dict.fromkeys(p.metric for p in mine))
+    series: dict[str, list[float | None]] = {m: [None] * len(run_ids) for m in metrics}
+    breaks, drops, notes = set(), [], []
+    broken: dict[tuple[int, str], list[str]] = {}
+    for p in mine:
+        series[p.metric][index[p.run_id]] = p.value
+        if p.status == "break":
+            breaks.add(index[p.run_id])
+            broken.setdefault((p.run_id, p.note), []).append(p.metric)
+        if p.drop:
+            drops.append((index[p.run_id], p.metric))
+            notes.append(f"run {p.run_id}, {p.metric}: real change for the worse, {p.delta:+.4f} vs run {p.against} "
+                         f"(p = {p.p_value:.4g}, n = {p.n_paired})")
+    notes = [f"run {run}: break ({note}) for {', '.join(names)}" for (run, note), names in broken.items()] + notes
+    return {"config": config, "store": store, "runs": [f"#{r}" for r in run_ids], "series": series,
+            "breaks": sorted(breaks), "drops": drops, "notes": notes}

@@ -1,0 +1,250 @@
+"""Run history: the SQLite store under concurrent writers, trends, breaks and real drops."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from groundjudge.history import HistoryStore, RunSummary, trend
+from groundjudge.history.summary import ConfigSummary, pack, pack_column, unpack_column
+from groundjudge.history.trend import sign_flip_p
+from groundjudge.judge.results import MetricValue
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+CASES = [f"c{i:03d}" for i in range(200)]
+
+
+def summary(values: dict[str, dict[str, float | None]], *, golden: str = "g1", rubric: str = "r1",
+            model: str = "m1", config: str = "cand") -> RunSummary:
+    metrics = sorted({m for row in values.values() for m in row})
+    agg = {m: MetricValue.mean(row.get(m) for row in values.values()) for m in metrics}
+    return RunSummary(
+        started_at="2026-11-22T00:00:00Z", run_dir=None, golden_hash=golden,
+        data_hashes={"golden": golden, "traces": "t", "corpus": None}, rubric="grounded_answer/v1",
+        rubric_hash=rubric, model=model, passed=True, failed_gates=[], trust={"faithfulness_rate": False},
+        judge_metrics=["faithfulness_rate", "judge_error_rate"], cost_usd=0.0, requests=0, tool_version="0",
+        git_commit=None, configs={config: ConfigSummary(aggregate=agg, judge_status={}, gates_passed=True)})
+
+
+def append(store: HistoryStore, values: dict[str, dict[str, float | None]], **kw: str) -> int:
+    return store.append(summary(values, **kw), pack({kw.get("config", "cand"): values}))
+
+
+def nightly(rng: random.Random, recall_drop: bool) -> dict[str, dict[str, float | None]]:
+    """recall@5 is 0/1 per case with a fixed pattern (a drop loses 30 cases); mrr@10 moves a
+    little on a few cases each night, up or down at random (noise)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for i, cid in enumerate(CASES):
+        out[cid] = {"recall@5": 1.0 if i % 4 else 0.0, "mrr@10": 0.5, "faithfulness_rate": 1.0 if i % 3 else 0.0}
+    if recall_drop:  # 30 of the 150 hits lost
+        for cid in [cid for i, cid in enumerate(CASES) if i % 4][:30]:
+            out[cid]["recall@5"] = 0.0
+    for cid in rng.sample(CASES, 12):
+        out[cid]["mrr@10"] = 0.5 + rng.choice((-0.5, 0.5))
+    return out
+
+
+def test_per_case_values_round_trip_exactly_with_none(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite")
+    values = {"a": {"x": 1 / 3, "y": None}, "b": {"x": 1.0}}
+    run = store.append(summary(values), pack({"cand": values}))
+    assert store.case_ids(run, "cand") == ["a", "b"]
+    assert store.column(run, "cand", "x") == [1 / 3, 1.0] and store.column(run, "cand", "y") == [None, None]
+    assert store.column(run, "cand", "z") is None and store.case_ids(run, "base") is None
+    assert unpack_column(pack_column([0.5, None, -2.0])) == [0.5, None, -2.0]
+
+
+def test_planted_drop_is_flagged_and_noise_is_not(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(7)
+    ids = [append(store, nightly(rng, recall_drop=(night >= 3))) for night in range(5)]
+    points = trend(store, ["recall@5", "mrr@10"], last=5)
+    recall = [p for p in points if p.metric == "recall@5"]
+    mrr = [p for p in points if p.metric == "mrr@10"]
+    assert [p.run_id for p in recall] == ids and recall[0].status == "first"
+    assert [p.drop for p in recall] == [False, False, False, True, False]
+    drop = recall[3]
+    assert drop.against == ids[2] and drop.verdict == "real" and drop.n_paired == 200
+    assert abs(drop.delta - (-30 / 200)) < 1e-9 and drop.p_value < 0.001
+    assert recall[1].verdict == "noise" and recall[1].delta == 0 and recall[4].delta == 0
+    # the noise metric changes every night, and is never called real
+    assert max(abs(p.delta) for p in mrr[1:]) >= 0.01  # visible in the mean
+    assert not any(p.drop for p in mrr) and all(p.verdict == "noise" for p in mrr[1:])
+
+
+def test_golden_or_rubric_change_is_a_break_not_a_comparison(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(1)
+    base = nightly(rng, recall_drop=False)
+    worse = nightly(rng, recall_drop=True)
+    r1 = append(store, base)
+    r2 = append(store, worse, golden="g2")  # a new golden set: its drop is not a drop
+    r3 = append(store, base, rubric="r2")  # a new rubric: a break for judge metrics only
+    r4 = append(store, base)  # golden back to g1: compared with r3 (same golden, judge: same rubric as r1)
+    points = {(p.run_id, p.metric): p for p in trend(store, ["recall@5", "faithfulness_rate"])}
+    p2 = points[(r2, "recall@5")]
+    assert (p2.status, p2.against, p2.drop) == ("break", None, False)
+    assert "golden set changed" in p2.note and "no earlier comparable run" in p2.note
+    p3 = points[(r3, "recall@5")]
+    assert p3.status == "break" and p3.against == r1  # golden changed back: the matching run is r1
+    p3j = points[(r3, "faithfulness_rate")]
+    assert p3j.status == "break" and "rubric changed" in p3j.note and p3j.against is None
+    assert points[(r4, "recall@5")].against == r3 and points[(r4, "recall@5")].status == "compared"
+    p4j = points[(r4, "faithfulness_rate")]
+    assert p4j.status == "break" and "rubric changed" in p4j.note and p4j.against == r1
+
+
+def test_last_window_still_compares_with_older_runs(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(3)
+    ids = [append(store, nightly(rng, recall_drop=(night == 2))) for night in range(3)]
+    points = trend(store, ["recall@5"], last=1)
+    assert [(p.run_id, p.against, p.drop) for p in points] == [(ids[2], ids[1], True)]
+
+
+def test_sign_flip_p_regimes() -> None:
+    assert sign_flip_p([]) is None and sign_flip_p([0.0, 0.0]) == 1.0
+    small = sign_flip_p([-1.0] * 20 + [0.0] * 500)  # zeros add nothing: 20 moves all one way
+    assert small is not None and small < 0.001
+    big = [(-1.0 if i % 2 else 1.0) for i in range(10000)]
+    assert sign_flip_p(big) == 1.0  # balanced: nothing moved on average
+    assert sign_flip_p(big + [-1.0] * 400) < 0.001
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[3])
+    from tests.test_history import append, nightly
+    from groundjudge.history import HistoryStore
+    import random
+    store = HistoryStore(sys.argv[1])
+    while not Path(sys.argv[2]).exists():
+        time.sleep(0.005)
+    for i in range(15):
+        append(store, nightly(random.Random(i), False))
+""")
+
+
+def test_two_processes_writing_at_once_both_land(tmp_path: Path) -> None:
+    db, go = tmp_path / "history.sqlite", tmp_path / "go"
+    root = str(SRC.parent)
+    env_path = f"{SRC}"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(go), root], cwd=root,
+                              env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"}) for _ in range(2)]
+    time.sleep(0.5)  # both started and waiting
+    go.touch()
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    runs = HistoryStore(db).runs()
+    assert len(runs) == 30 and [r.id for r in runs] == list(range(1, 31))
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# --- end to end: `groundjudge run` appends, `groundjudge history` reads, the HTML shows the trend ---
+
+EXAMPLES = SRC.parent / "examples"
+
+
+def _example_copy(folder: Path, *, reverse_rankings: int = 0, golden_edit: bool = False) -> Path:
+    """The bundled example's inputs in ``folder``; the candidate's first ``reverse_rankings``
+    cases get their retrieval ranking reversed (a planted retrieval regression)."""
+    import json
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "traces").mkdir(exist_ok=True)
+    shutil.copy(EXAMPLES / "corpus.jsonl", folder / "corpus.jsonl")
+    shutil.copy(EXAMPLES / "traces" / "baseline.jsonl", folder / "traces" / "baseline.jsonl")
+    golden = (EXAMPLES / "golden.jsonl").read_text()
+    if golden_edit:
+        golden = golden.replace("18 days of annual leave per year", "18 days of paid annual leave per year", 1)
+    (folder / "golden.jsonl").write_text(golden)
+    lines = []
+    for i, line in enumerate((EXAMPLES / "traces" / "candidate.jsonl").read_text().splitlines()):
+        record = json.loads(line)
+        if i < reverse_rankings:
+            chunks = list(reversed(record["retrieved_chunks"]))
+            for rank, chunk in enumerate(chunks, 1):
+                chunk["rank"], chunk["score"] = rank, round(1 - rank / 100, 4)
+            record["retrieved_chunks"] = chunks
+        lines.append(json.dumps(record))
+    (folder / "traces" / "candidate.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "groundjudge.toml").write_text((EXAMPLES / "groundjudge.toml").read_text()
+                                             .replace('labels = ["../calibration', '# labels = ["../calibration')
+                                             .replace('records_dir = "../calibration/records"', 'records_dir = "records"'))
+    return folder / "groundjudge.toml"
+
+
+def test_runs_append_and_history_flags_the_planted_drop(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+    from tests.support.judge_replies import verdict_for_request
+    from tests.support.openai_server import ScriptedOpenAIServer
+
+    history = tmp_path / "runs" / "history.sqlite"
+    plans = [{}, {}, {"reverse_rankings": 25}, {"reverse_rankings": 25, "golden_edit": True}]
+    runner = CliRunner()
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        for night, plan in enumerate(plans):
+            config = _example_copy(tmp_path / f"inputs{night}", **plan)
+            result = runner.invoke(main, ["run", "--config", str(config), "--judge-base-url", srv.base_url,
+                                          "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
+                                          "--out", str(tmp_path / "runs" / f"night{night}"), "--quiet"])
+            assert result.exit_code in (0, 1), result.output
+        # --no-history: nothing appended
+        result = runner.invoke(main, ["run", "--config", str(config), "--judge-base-url", srv.base_url,
+                                      "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
+                                      "--out", str(tmp_path / "runs" / "off"), "--quiet", "--no-history"])
+        assert result.exit_code in (0, 1), result.output
+    assert len(HistoryStore(history).runs()) == 4
+    stored = HistoryStore(history).runs()[-1].summary
+    assert stored.model == srv.model and stored.rubric == "grounded_answer/v1" and stored.configs["candidate"]
+    assert stored.data_hashes["golden"] == stored.golden_hash and stored.data_hashes["traces"]
+    assert stored.configs["candidate"].aggregate["faithfulness"].n > 0  # judge metric, with its n
+
+    shown = runner.invoke(main, ["history", "--history", str(history), "--config", "candidate",
+                                 "--metric", "mrr@10", "--metric", "faithfulness", "--json"])
+    assert shown.exit_code == 0, shown.output
+    points = [json.loads(line) for line in shown.stdout.splitlines() if line.startswith("{")]
+    mrr = [p for p in points if p["metric"] == "mrr@10"]
+    assert [p["status"] for p in mrr] == ["first", "compared", "compared", "break"]
+    assert [p["drop"] for p in mrr] == [False, False, True, False]
+    assert mrr[2]["verdict"] == "real" and mrr[2]["delta"] < 0 and mrr[1]["delta"] == 0
+    assert "golden set changed" in mrr[3]["note"] and mrr[3]["against"] is None
+    assert not any(p["drop"] for p in points if p["metric"] == "faithfulness")  # cached verdicts: unchanged
+
+    table = runner.invoke(main, ["history", "--history", str(history), "--config", "candidate", "--metric", "mrr@10"])
+    assert table.exit_code == 0 and "DROP (real)" in table.stdout and "BREAK: golden set changed" in table.stdout
+
+    html = (tmp_path / "runs" / "night3" / "report.html").read_text()
+    assert "Trend over the last 4 runs" in html and "real drop: mrr@10 at #3" in html
+    assert "series break before #4" in html
+    assert "Trend over" not in (tmp_path / "runs" / "off" / "report.html").read_text()
+
+
+def test_fail_on_drop_exits_1_only_when_the_newest_run_dropped(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(11)
+    for night in range(3):
+        append(store, nightly(rng, recall_drop=(night == 2)))
+    args = ["history", "--history", str(tmp_path / "history.sqlite"), "--config", "cand", "--metric", "recall@5",
+            "--fail-on-drop"]
+    dropped = CliRunner().invoke(main, args)
+    assert dropped.exit_code == 1 and "real drops in the newest run: cand:recall@5" in dropped.output
+    append(store, nightly(rng, recall_drop=True))  # stays down: no new drop
+    assert CliRunner().invoke(main, args).exit_code == 0
+    missing = CliRunner().invoke(main, ["history", "--history", str(tmp_path / "none.sqlite")])
+    assert missing.exit_code == 2 and "no runs recorded here yet" in missing.output
