@@ -58,7 +58,7 @@ def order_sensitive(body, index):
 @pytest.mark.parametrize(("script", "flips"), [(verdict_for_request, False), (order_sensitive, True)])
 def test_position_probe_reports_flip_rates(tmp_path, script, flips):
     with ScriptedOpenAIServer(script) as srv:
-        base = ["--config", str(EXAMPLE), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+        base = ["--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
                 "--cache-dir", str(tmp_path / "cache")]
         assert CliRunner().invoke(main, ["run", *base, "--out", str(tmp_path / "out"), "--quiet"]).exit_code in (0, 1)
         result = CliRunner().invoke(main, ["calibrate", *base, "--report", str(tmp_path / "out" / "report.json"),

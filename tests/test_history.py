@@ -196,12 +196,12 @@ def test_runs_append_and_history_flags_the_planted_drop(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(verdict_for_request) as srv:
         for night, plan in enumerate(plans):
             config = _example_copy(tmp_path / f"inputs{night}", **plan)
-            result = runner.invoke(main, ["run", "--config", str(config), "--judge-base-url", srv.base_url,
+            result = runner.invoke(main, ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
                                           "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
                                           "--out", str(tmp_path / "runs" / f"night{night}"), "--quiet"])
             assert result.exit_code in (0, 1), result.output
         # --no-history: nothing appended
-        result = runner.invoke(main, ["run", "--config", str(config), "--judge-base-url", srv.base_url,
+        result = runner.invoke(main, ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
                                       "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
                                       "--out", str(tmp_path / "runs" / "off"), "--quiet", "--no-history"])
         assert result.exit_code in (0, 1), result.output

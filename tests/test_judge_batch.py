@@ -126,7 +126,7 @@ def test_failed_lines_go_live_and_end_judged_or_judge_error(tmp_path: Path) -> N
     # in the batch q001 and q003 fail; live, q001 answers and q003 fails again
     backend = BatchBackend(script=_faulty_batch_script({flaky, broken}))
     with ScriptedOpenAIServer(_faulty_batch_script({broken}), batches=backend) as srv:
-        args = ["run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"]
         submitted = _invoke(args)
         assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
@@ -151,7 +151,7 @@ def test_expired_batch_answers_what_it_did_and_the_rest_goes_live(tmp_path: Path
     config = _one_attempt_config(tmp_path)
     backend = BatchBackend(expire_after=30)
     with ScriptedOpenAIServer(example_script, batches=backend) as srv:
-        args = ["run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"]
         assert _invoke(args).exit_code == EXIT_BATCH_PENDING
         backend.expire_after = None  # a repair batch that follows completes
@@ -175,7 +175,7 @@ def test_server_restart_mid_poll_is_survived(tmp_path: Path) -> None:
     backend = BatchBackend(polls_to_complete=2)
     first = ScriptedOpenAIServer(verdict_for_request, batches=backend).start()
     port = first.port
-    args = ["run", "--config", str(_one_attempt_config(tmp_path)), "--judge-base-url", first.base_url,
+    args = ["run", "--config", str(_one_attempt_config(tmp_path)), "--rubric", "grounded_answer", "--judge-base-url", first.base_url,
             "--judge-model", first.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
             "--quiet", "--batch"]
     try:
@@ -215,7 +215,7 @@ def _example_items() -> list[Any]:
     from groundjudge import api
     from groundjudge.metrics.evaluate import evaluate_dataset
 
-    config = api.resolve_config(EXAMPLE, {"inputs.labels": None})
+    config = api.resolve_config(EXAMPLE, {"inputs.labels": None, "judge.rubric": "grounded_answer"})
     dataset = api.load_inputs(config)
     metrics = evaluate_dataset(dataset, api.metric_settings(config))
     return [s.item for s in api.select(config, dataset, metrics) if s.judge and s.item is not None]
@@ -299,7 +299,7 @@ def test_cancelled_batch_lines_go_live(tmp_path: Path) -> None:
 
     config = _one_attempt_config(tmp_path)
     with ScriptedOpenAIServer(verdict_for_request, batches=BatchBackend(polls_to_complete=100)) as srv:
-        args = ["run", "--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url, "--judge-model", srv.model,
                 "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet", "--batch"]
         assert _invoke(args).exit_code == EXIT_BATCH_PENDING
         state = load_state(tmp_path / "out")
@@ -338,7 +338,7 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
     config.write_text(config.read_text().replace('rubric = "grounded_answer"', 'rubric = "claim_check"'))
     backend = BatchBackend()
     with ScriptedOpenAIServer(_token_script, batches=backend) as srv:
-        common = ["--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
+        common = ["--config", str(config), "--rubric", "claim_check", "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
         submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
                              "--batch"])
         assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
@@ -368,7 +368,7 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
 
 def test_batch_needs_a_judge_base_url(tmp_path: Path) -> None:
     config = _one_attempt_config(tmp_path)
-    result = CliRunner().invoke(main, ["run", "--config", str(config), "--cache-dir", str(tmp_path / "cache"),
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "--rubric", "grounded_answer", "--cache-dir", str(tmp_path / "cache"),
                                        "--out", str(tmp_path / "out"), "--quiet", "--batch"],
                                 env={"GROUNDJUDGE_BASE_URL": "", "GROUNDJUDGE_MODEL": ""})
     assert result.exit_code == 2

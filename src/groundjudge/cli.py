@@ -368,18 +368,19 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
               help="Also re-judge the labelled cases with the context order reversed and report the flip rate.")
 @click.option("--judge-base-url", help="For --position-probe: the judge (unset: the embedded judge).")
 @click.option("--judge-model", help="For --position-probe: the pinned judge model id.")
+@click.option("--rubric", help="For --position-probe: the rubric id (default: [judge] rubric).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="For --position-probe: the judge cache.")
 def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path | None, judge_name: str | None,
               labels: tuple[Path, ...], primary_rater: str | None, seed: int, target_width: float,
               records_dir: Path | None, position_probe: bool, judge_base_url: str | None,
-              judge_model: str | None, cache_dir: Path | None) -> None:
+              judge_model: str | None, rubric: str | None, cache_dir: Path | None) -> None:
     """Compare judge verdicts with human labels; write a calibration record; show trust."""
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
 
     config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir,
                                               "judge.base_url": judge_base_url, "judge.model": judge_model,
-                                              "cache.dir": cache_dir})
+                                              "judge.rubric": rubric, "cache.dir": cache_dir})
     probe = None
     if position_probe:
         if report_path is None:

@@ -58,7 +58,7 @@ def make_label_run(folder: Path) -> Path:
     golden, traces, corpus = write_inputs(folder / "inputs")
     with ScriptedOpenAIServer(mixed_verdict) as srv:
         result = CliRunner().invoke(main, [
-            "run", "--golden", str(golden), "--traces", str(traces), "--corpus", str(corpus),
+            "run", "--rubric", "grounded_answer", "--golden", str(golden), "--traces", str(traces), "--corpus", str(corpus),
             "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--cache-dir", str(folder / "cache"),
             "--out", str(folder / "run"), "--quiet"])
     assert result.exit_code in (0, 1), result.output
