@@ -58,6 +58,10 @@ class ClientSettings:
     backoff_max_s: float = 30.0
     requests_per_minute: float | None = None
     output_mode: OutputMode = "json_schema"  # the first mode tried
+    # One-token answers streamed: llama.cpp's server then computes token probabilities for the
+    # generated token only, not for every prompt row (seconds per question on a CPU). Transport
+    # only: the answer and its probabilities are the same, so it is not part of the decoding.
+    stream_answers: bool = False
 
     def decoding(self, top_logprobs: int | None = None) -> dict[str, Any]:
         """What shapes a reply, and so belongs in the cache key and calibration records.
@@ -276,10 +280,16 @@ class JudgeClient:
         sampled text is there (the caller records the confidence as unknown).
         """
         async def call(requests: list[int]) -> tuple[Any, None]:
-            kwargs = token_request(self.settings, messages, max_tokens=max_tokens, top_logprobs=top_logprobs)
+            kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
+                                      "temperature": self.settings.temperature, "max_tokens": max_tokens,
+                                      "logprobs": True, "top_logprobs": top_logprobs}
+            if self.settings.seed is not None:
+                kwargs["seed"] = self.settings.seed
             if self._limiter is not None:
                 await self._limiter.acquire()
             requests[0] += 1
+            if self.settings.stream_answers:
+                return await _collect_stream(await self._client.chat.completions.create(stream=True, **kwargs)), None
             return await self._client.chat.completions.create(**kwargs), None
 
         response, _, attempts, requests = await self._retried(call)
@@ -293,6 +303,25 @@ class JudgeClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+async def _collect_stream(stream: Any) -> Any:
+    """A streamed chat completion folded back into the shape of a plain one (text, per-token
+    logprobs, model, usage where the server sends it)."""
+    from types import SimpleNamespace
+
+    text, positions, model, usage = [], [], "", None
+    async for chunk in stream:
+        model = chunk.model or model
+        usage = getattr(chunk, "usage", None) or usage
+        for choice in chunk.choices or []:
+            if choice.delta and choice.delta.content:
+                text.append(choice.delta.content)
+            if choice.logprobs and choice.logprobs.content:
+                positions += list(choice.logprobs.content)
+    message = SimpleNamespace(content="".join(text))
+    choice = SimpleNamespace(message=message, logprobs=SimpleNamespace(content=positions))
+    return SimpleNamespace(model=model, choices=[choice], usage=usage)
 
 
 def _rejects_output_mode(exc: openai.APIStatusError) -> bool:

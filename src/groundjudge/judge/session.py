@@ -48,7 +48,8 @@ class JudgeSession:
             model_snapshots=tuple(j.model_snapshots), temperature=j.temperature, seed=j.seed,
             max_tokens=j.max_output_tokens,
             timeout_s=max(j.timeout_s, EMBEDDED_TIMEOUT_S) if self.embedded else j.timeout_s,
-            max_attempts=j.max_attempts, requests_per_minute=j.requests_per_minute, output_mode=j.output_mode)
+            max_attempts=j.max_attempts, requests_per_minute=j.requests_per_minute, output_mode=j.output_mode,
+            stream_answers=self.embedded)
         self.cache = JudgeCache(config.cache.dir, enabled=config.cache.enabled)
         self._local = LocalJudge.from_config(config, log=log) if self.embedded else None
         self._lock = threading.Lock()
