@@ -72,14 +72,20 @@ Does the context support this statement? Answer Yes or No."""
 STRICT = ("A statement is supported only if the passages state or directly imply every detail of it (numbers, "
           "names, dates, conditions, steps); general knowledge does not count. A statement about the passages "
           "themselves (for example that they do not mention something) is supported when it is true of them.")
+# The rule text is part of the shared prefix (before the claim), so it is evaluated once per case.
+PREAMBLE_B = "\nRULE: " + STRICT + "\n"
 CLAIM_B = """
 STATEMENT (from an answer to the question above):
 <<<DATA
 {claim}
 DATA>>>
 
-""" + STRICT + """
 Is this statement fully supported by the passages? Answer Yes or No."""
+# C: the question in the shared part, the claim truly last (fewest tokens per claim).
+PREAMBLE_C = ("\nDoes the context support the statement below? Answer Yes or No.\n\nSTATEMENT:\n")
+CLAIM_C = """<<<DATA
+{claim}
+DATA>>>"""
 BATCH_A = """
 STATEMENTS:
 <<<DATA
@@ -121,6 +127,7 @@ class Config:
     mode: str  # "claim" | "batch"
     template: str
     system: str = SYSTEM
+    preamble: str = ""  # appended to the shared prefix
     question: bool = True
     grammar: bool = False
     stream: bool = True
@@ -130,7 +137,8 @@ class Config:
 # on a non-streamed request with logprobs, but only the generated rows when streaming (see facts).
 CONFIGS = {
     "claim-A": Config("claim-A", "claim", CLAIM_A),
-    "claim-B": Config("claim-B", "claim", CLAIM_B),
+    "claim-B": Config("claim-B", "claim", CLAIM_B, preamble=PREAMBLE_B),
+    "claim-C": Config("claim-C", "claim", CLAIM_C, preamble=PREAMBLE_C),
     "claim-A-nostream": Config("claim-A-nostream", "claim", CLAIM_A, stream=False),
     "claim-A-noq": Config("claim-A-noq", "claim", CLAIM_A, question=False),
     "batch-A": Config("batch-A", "batch", BATCH_A),
@@ -208,7 +216,7 @@ def passages_block(item: Item) -> str:
 
 def shared_prefix(item: Item, cfg: Config) -> str:
     question = item.question if cfg.question else "(not given)"
-    return CONTEXT_BLOCK.format(question=question, passages=passages_block(item))
+    return CONTEXT_BLOCK.format(question=question, passages=passages_block(item)) + cfg.preamble
 
 
 def batch_grammar(n: int) -> str:
@@ -465,6 +473,31 @@ def cmd_run(args: argparse.Namespace) -> None:
         judge.stop()
 
 
+def cmd_contra(args: argparse.Namespace) -> None:
+    """Contradiction probe over the low-support claims of an earlier run (claim-A / claim-B rows)."""
+    rows = [json.loads(line) for line in Path(args.claims).read_text().splitlines() if line.strip()]
+    by_item: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in rows:
+        if r["config"] in ("claim-A", "claim-B"):
+            by_item[(r["query_id"], r["model"])].append(r)
+    out_path = RESULTS / f"claim_probe_contra{args.tag}.jsonl"
+    done = set()
+    if out_path.exists():
+        done = {(json.loads(line)["query_id"], json.loads(line)["model"]) for line in out_path.read_text().splitlines()}
+    items = {(it.query_id, it.model): it for it in load_dev()}
+    judge = start_judge()
+    try:
+        client = OpenAI(base_url=judge.base_url, api_key="local", timeout=900, max_retries=0)
+        for n, (key, item_rows) in enumerate(by_item.items(), 1):
+            if key in done or not any(r["support"] is not None and r["support"] < 0.5 for r in item_rows):
+                continue
+            warm_prefix(client, items[key])
+            contra_item(client, items[key], item_rows, out_path)
+            print(f"contra {n}/{len(by_item)} {key}", flush=True)
+    finally:
+        judge.stop()
+
+
 # --- facts: logprobs and prefix reuse ---------------------------------------------------------
 
 QWEN_TEMPLATE = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
@@ -591,9 +624,16 @@ def scores_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             pred05 = (agg < 0.5).astype(int)
             best = max(((cohen_kappa_score(y, (agg < t).astype(int)), t) for t in sorted(set(agg)) + [1.01]),
                        key=lambda kt: kt[0])
+            rng = np.random.default_rng(0)
+            boot = []
+            for _ in range(1000):  # answers resampled with replacement; 95% percentile interval
+                idx = rng.integers(0, len(y), len(y))
+                if 0 < y[idx].sum() < len(idx):
+                    boot.append(roc_auc_score(y[idx], -agg[idx]))
             out.append({
                 "config": config, "agg": how, "n": len(sub), "n_unfaithful": int(y.sum()),
                 "auroc": roc_auc_score(y, -agg) if 0 < y.sum() < len(y) else None,
+                "auroc_ci": f"[{np.percentile(boot, 2.5):.2f}, {np.percentile(boot, 97.5):.2f}]" if boot else None,
                 "kappa@0.5": cohen_kappa_score(y, pred05), "bal_acc@0.5": balanced_accuracy_score(y, pred05),
                 "best_kappa": best[0], "best_t": best[1],
                 "bal_acc@best": balanced_accuracy_score(y, (agg < best[1]).astype(int)),
@@ -601,23 +641,78 @@ def scores_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "s_marginal": statistics.mean(r["seconds"] for r in sub),
                 "req_per_answer": statistics.mean(r["requests"] for r in sub),
                 "prompt_tok_per_answer": statistics.mean(r["prompt_tokens"] for r in sub),
-                "eval_tok_per_answer": statistics.mean(r.get("evaluated_tokens", 0) for r in sub),
-                "gen_tok_per_answer": statistics.mean(r.get("generated_tokens", 0) for r in sub),
+                "eval_tok_per_answer": statistics.mean(r.get("sim_eval_tokens", 0) for r in sub),
+                "gen_tok_per_answer": statistics.mean(r.get("gen_tokens", 0) for r in sub),
                 "missing_claims": sum(r["n_missing"] for r in sub), "claims": sum(r["n_claims"] for r in sub),
             })
     return out
+
+
+def prompt_texts(cfg: Config, item: Item) -> list[str]:
+    """The prompts a configuration sends for an item, in the model's chat template."""
+    prefix = shared_prefix(item, cfg)
+    claims = check_claims(item)
+    if cfg.mode == "claim":
+        users = [prefix + cfg.template.format(claim=s.text) for _, s in claims]
+    else:
+        users = [prefix + cfg.template.format(claims="\n".join(f"{k}. {s.text}" for k, (_, s) in
+                                                               enumerate(claims, 1)))] if claims else []
+    return [QWEN_TEMPLATE.format(system=cfg.system, user=u) for u in users]
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def fill_prompt_tokens(rows: list[dict[str, Any]], claim_rows: list[dict[str, Any]] | None = None) -> None:
+    """Token counts with the model's own tokenizer (streamed replies carry no usage).
+
+    prompt_tokens: tokens sent. sim_eval_tokens: tokens the server must evaluate for this answer
+    alone, starting from an empty cache, with llama-cpp-python's single-slot prefix reuse (each
+    request re-evaluates what differs from the previous one). gen_tokens: tokens generated."""
+    from llama_cpp import Llama
+
+    vocab = Llama(model_path=str(MODELS_DIR / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"), vocab_only=True,
+                  verbose=False)
+    by_key = {(it.query_id, it.model): it for it in load_dev()}
+    replies = {(r["config"], r["query_id"], r["model"]): r.get("raw_reply") for r in claim_rows or []
+               if r.get("raw_reply")}
+    for r in rows:
+        if r["config"] not in CONFIGS:
+            continue
+        cfg = CONFIGS[r["config"]]
+        toks = [vocab.tokenize(t.encode(), add_bos=False, special=True)
+                for t in prompt_texts(cfg, by_key[(r["query_id"], r["model"])])]
+        r["prompt_tokens"] = sum(len(t) for t in toks)
+        previous: list[int] = []
+        evaluated = 0
+        for t in toks:
+            evaluated += len(t) - min(_lcp(previous, t), len(t) - 1)
+            previous = t
+        r["sim_eval_tokens"] = evaluated
+        reply = replies.get((r["config"], r["query_id"], r["model"]))
+        r["gen_tokens"] = (len(vocab.tokenize(reply.encode(), add_bos=False)) if reply else 0) if cfg.mode == "batch" \
+            else len(toks)
 
 
 def cmd_table(args: argparse.Namespace) -> None:
     rows = []
     for p in args.files:
         rows += [json.loads(line) for line in Path(p).read_text().splitlines() if line.strip()]
+    claim_rows = [json.loads(line) for line in Path(args.claims).read_text().splitlines() if line.strip()] \
+        if args.claims else []
+    fill_prompt_tokens(rows, claim_rows)
     if args.only_common:
         keys = collections.Counter((r["query_id"], r["model"]) for r in rows)
         n_configs = len({r["config"] for r in rows})
         rows = [r for r in rows if keys[(r["query_id"], r["model"])] == n_configs]
     table = scores_table(rows)
-    cols = ["config", "agg", "n", "n_unfaithful", "auroc", "kappa@0.5", "bal_acc@0.5", "best_kappa", "best_t",
+    cols = ["config", "agg", "n", "n_unfaithful", "auroc", "auroc_ci", "kappa@0.5", "bal_acc@0.5", "best_kappa", "best_t",
             "bal_acc@best", "s_per_answer", "s_marginal", "req_per_answer", "prompt_tok_per_answer", "eval_tok_per_answer",
             "gen_tok_per_answer", "missing_claims", "claims"]
     print(" | ".join(cols))
@@ -632,6 +727,32 @@ def cmd_table(args: argparse.Namespace) -> None:
             s = np.array([1 - r["support"] for r in sub])
             auc = roc_auc_score(y, s) if 0 < y.sum() < len(y) else None
             print(f"  {config}: n={len(sub)} flagged={int(y.sum())} auroc={auc}")
+    if args.contra:
+        contra_table(Path(args.contra))
+
+
+def contra_table(path: Path) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    print(f"\ncontradiction probe: {len(rows)} claims with support < 0.5 (claim-A or claim-B)")
+    groups = collections.defaultdict(list)
+    for r in rows:
+        span = r["human_span"] or "no human span"
+        kind = "Conflict" if "Conflict" in span else "Baseless" if "Baseless" in span else span
+        groups[kind].append(r)
+    for kind, rs in sorted(groups.items()):
+        pc = [r["p_contradict"] for r in rs if r["p_contradict"] is not None]
+        three = collections.Counter(r["three_sampled"].strip().lower() for r in rs)
+        p3 = [r["three_way"]["contradicted"] / (sum(r["three_way"].values()) or 1) for r in rs]
+        print(f"  {kind:<16} n={len(rs):>3} mean P(contradicts)={statistics.mean(pc) if pc else float('nan'):.2f} "
+              f"mean P3(contradicted)={statistics.mean(p3):.2f} three-way sampled={dict(three)}")
+    pairs = [(1 if "Conflict" in (r["human_span"] or "") else 0, r) for r in rows
+             if r["human_span"] and ("Conflict" in r["human_span"] or "Baseless" in r["human_span"])]
+    y = [a for a, _ in pairs]
+    if 0 < sum(y) < len(y):
+        two = [r["p_contradict"] or 0 for _, r in pairs]
+        three = [r["three_way"]["contradicted"] / (sum(r["three_way"].values()) or 1) for _, r in pairs]
+        print(f"  AUROC Conflict vs Baseless (n={len(y)}, conflict={sum(y)}): second question "
+              f"{roc_auc_score(y, two):.3f}, three-way {roc_auc_score(y, three):.3f}")
 
 
 def main() -> None:
@@ -648,12 +769,16 @@ def main() -> None:
     p.add_argument("--configs", default="claim-A,claim-B,batch-B-gbnf")
     p.add_argument("--contra", action="store_true")
     p.add_argument("--tag", default="")
+    p = sub.add_parser("contra")
+    p.add_argument("claims")
+    p.add_argument("--tag", default="")
     p = sub.add_parser("table")
     p.add_argument("files", nargs="+")
     p.add_argument("--claims")
     p.add_argument("--only-common", action="store_true")
+    p.add_argument("--contra")
     args = parser.parse_args()
-    {"facts": cmd_facts, "run": cmd_run, "table": cmd_table}[args.cmd](args)
+    {"facts": cmd_facts, "run": cmd_run, "contra": cmd_contra, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":
