@@ -23,7 +23,9 @@ from tests.support.label_run import HOSTILE, make_label_run
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(os.environ.get("GROUNDJUDGE_SCREENSHOTS", "/tmp/groundjudge-label-screens"))
+# Screenshots go to GROUNDJUDGE_SCREENSHOTS when set (to look at them), else the test's own
+# temporary folder: a fixed shared path may belong to another user.
+SCREENSHOTS_ENV = os.environ.get("GROUNDJUDGE_SCREENSHOTS")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage"]
@@ -78,6 +80,7 @@ def check_inert(page) -> None:
 
 
 def test_label_three_kill_restart_resume_and_calibrate(run_dir, tmp_path):
+    SCREENSHOTS = Path(SCREENSHOTS_ENV) if SCREENSHOTS_ENV else tmp_path / "screens"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     labels = tmp_path / "labels" / "tester.jsonl"
     port = free_port()
