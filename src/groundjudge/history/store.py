@@ -8,6 +8,7 @@ runs finishing at the same moment both land (the second waits for the first's lo
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,24 @@ CREATE TABLE IF NOT EXISTS run_values (  -- per run, config and metric: one valu
 BUSY_TIMEOUT_S = 60.0
 
 
+def _prepare(conn: sqlite3.Connection) -> None:
+    """WAL mode and the tables. Two processes creating the store at once can find it locked
+    while one switches the journal mode (that step does not always wait on the busy handler):
+    try again for up to the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 @dataclass(frozen=True)
 class StoredRun:
     id: int
@@ -58,9 +77,7 @@ class HistoryStore:
     def _connect(self) -> Iterator[sqlite3.Connection]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(SCHEMA)
+            _prepare(conn)
             yield conn
 
     def append(self, summary: RunSummary, per_case: Packed) -> int:
