@@ -214,11 +214,12 @@ def test_a_failed_question_makes_the_case_a_judge_error_and_answered_ones_stay_c
 
 
 def test_claims_of_a_case_go_out_concurrently_to_a_remote_endpoint(tmp_path: Path) -> None:
-    with ScriptedOpenAIServer(judge_script({}), delay_s=0.5) as srv:
+    with ScriptedOpenAIServer(judge_script({}), delay_s=2.0) as srv:
         run(srv, [item(ANSWER, expected=None)], tmp_path, concurrency=4)
         first_three = srv.requests[:3]
-    starts = sorted(r.arrived_at for r in first_three)
-    assert starts[-1] - starts[0] < 0.4  # all three claim questions were in flight together
+    # all three claim questions were in flight together: each arrived before any was answered
+    # (an order of events, not a time bound)
+    assert max(r.arrived_at for r in first_three) < min(r.responded_at for r in first_three)
 
 
 def test_the_rubric_is_locked_and_its_prompts_defuse_injected_delimiters() -> None:

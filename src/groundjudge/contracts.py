@@ -217,6 +217,9 @@ def input_schema(name: str) -> dict[str, Any]:
     return CONTRACTS[name].model_json_schema(mode="validation")
 
 
+# The version of metrics.json and report.json: readers refuse other versions by name.
+REPORT_SCHEMA_VERSION = 2
+
 CONTRACTS: dict[str, type[BaseModel]] = {
     "golden": GoldenCase,
     "trace": Trace,

@@ -15,13 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundjudge.contracts import HumanLabel
+from groundjudge.contracts import REPORT_SCHEMA_VERSION, HumanLabel
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.judge.results import CriterionInfo, JudgeRun
 from groundjudge.load.records import read_records, read_text
 
 ItemKey = tuple[str, str | None]  # (query_id, config_id)
-REPORT_SCHEMA_VERSION = 2
 
 
 @dataclass

@@ -41,7 +41,8 @@ def judged_items(doc: dict[str, Any]) -> list[JudgedItem]:
     """
     from pydantic import ValidationError
 
-    from groundjudge.calibrate.verdicts import REPORT_SCHEMA_VERSION, items_from_judge
+    from groundjudge.calibrate.verdicts import items_from_judge
+    from groundjudge.contracts import REPORT_SCHEMA_VERSION
     from groundjudge.judge.results import JudgeRun
 
     judge = doc.get("judge")

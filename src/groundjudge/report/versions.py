@@ -1,3 +1,5 @@
 """The version of the documents groundjudge writes (metrics.json, report.json)."""
 
-SCHEMA_VERSION = 2
+from groundjudge.contracts import REPORT_SCHEMA_VERSION as SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]
