@@ -102,9 +102,16 @@ def cross_fitted(scores: list[float], truth: list[bool], seed: int) -> tuple[lis
     return pred, cuts
 
 
-def judge_rubric(rubric_id: str, keys: list, dataset, metrics, args) -> list[dict]:
-    flags = {"judge.rubric": rubric_id, "cache.dir": args.cache_dir, "judge.base_url": args.judge_base_url,
-             "judge.model": args.judge_model}
+def rubric_spec(spec: str) -> tuple[str, int | None, str]:
+    """``claim_check`` (the newest version) or ``claim_check/v2``: id, version, file tag."""
+    rubric_id, _, version = spec.partition("/v")
+    return rubric_id, int(version) if version else None, rubric_id + (f"_v{version}" if version else "")
+
+
+def judge_rubric(spec: str, keys: list, dataset, metrics, args) -> list[dict]:
+    rubric_id, version, _ = rubric_spec(spec)
+    flags = {"judge.rubric": rubric_id, "judge.rubric_version": version, "cache.dir": args.cache_dir,
+             "judge.base_url": args.judge_base_url, "judge.model": args.judge_model}
     config = api.resolve_config(None, flags, environ={})
     wanted = set(keys)
     selections = [s for s in select_cases(dataset, metrics) if (s.case_id, s.config_id) in wanted]
@@ -118,7 +125,7 @@ def judge_rubric(rubric_id: str, keys: list, dataset, metrics, args) -> list[dic
     rows = []
     for r in results:
         value = r.criteria.get("faithful")
-        if rubric_id == "claim_check":
+        if rubric_id == "claim_check":  # the lowest claim support
             score = value.confidence if value and value.confidence is not None else (
                 1.0 if value and value.label else 0.0)
         else:
@@ -126,17 +133,20 @@ def judge_rubric(rubric_id: str, keys: list, dataset, metrics, args) -> list[dic
         rows.append({"query_id": r.case_id, "config_id": r.config_id, "status": r.status, "reason": r.reason,
                      "source": r.source, "label": None if value is None else value.label, "score": score,
                      "claims": len(r.claims), "requests": r.usage.requests, "seconds": r.seconds,
-                     "supports": [c.confidence for c in r.claims]})
-    print(f"{rubric_id}: {len(results)} answers in {wall:.0f}s wall, {totals.usage.requests} requests, "
+                     "supports": [c.confidence for c in r.claims],
+                     **({"model_supports": [c.model_confidence for c in r.claims],
+                         "unfound": [c.unfound_terms for c in r.claims]}
+                        if any(c.unfound_terms is not None for c in r.claims) else {})})
+    print(f"{spec}: {len(results)} answers in {wall:.0f}s wall, {totals.usage.requests} requests, "
           f"{totals.cache_hits} from cache", file=sys.stderr)
     return rows
 
 
-def carry_timings(rows: list[dict], rubric_id: str) -> list[dict]:
+def carry_timings(rows: list[dict], tag: str) -> list[dict]:
     """Answers read from the cache keep the time and requests they cost when first judged
     (from an earlier results file of the same rubric), marked as such."""
     earlier: dict[tuple[str, str], dict] = {}
-    for path in RESULTS.glob(f"judge_agreement_{rubric_id}*.jsonl"):
+    for path in RESULTS.glob(f"judge_agreement_{tag}*.jsonl"):
         for line in path.read_text().splitlines():
             r = json.loads(line)
             if r.get("source") == "call" and r.get("status") == "judged":
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=120)
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--rubrics", default="claim_check,grounded_answer")
-    parser.add_argument("--all", action="store_true", help="then claim_check on all 378 answers")
+    parser.add_argument("--all", action="store_true", help="then the first of --rubrics on all 378 answers")
     parser.add_argument("--limit", type=int, help="only a balanced, model-spread subset of K answers of the sample")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "cache")
     parser.add_argument("--judge-base-url")
@@ -211,16 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     summaries = []
     runs = [(r, keys) for r in args.rubrics.split(",")]
     if args.all:
-        runs.append(("claim_check", sorted(human)))
-    for rubric_id, chosen in runs:
-        rows = judge_rubric(rubric_id, chosen, dataset, metrics, args)
-        tag = rubric_id if chosen is keys else f"{rubric_id}_all"
+        runs.append((args.rubrics.split(",")[0], sorted(human)))
+    for spec, chosen in runs:
+        rubric_id, _, base = rubric_spec(spec)
+        rows = judge_rubric(spec, chosen, dataset, metrics, args)
+        tag = base if chosen is keys else f"{base}_all"
         tag += f"_limit{args.limit}" if args.limit and chosen is keys else ""
-        rows = carry_timings(rows, rubric_id)
+        rows = carry_timings(rows, base)
         with (RESULTS / f"judge_agreement_{tag}.jsonl").open("w") as out:
             for r in rows:
                 out.write(json.dumps({**r, "human_faithful": human[(r["query_id"], r["config_id"])]}) + "\n")
-        summary = summarise(rubric_id, rows, human, args.seed)
+        summary = summarise(spec, rows, human, args.seed)
         summary["set"] = f"sample of {len(keys)} (seed {args.seed})" if chosen is keys else f"all {len(chosen)}"
         (RESULTS / f"judge_agreement_{tag}.summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         summaries.append(summary)

@@ -57,6 +57,7 @@ corpus = "{EXAMPLES / 'corpus.jsonl'}"
 base_url = "{first}"
 model = "small-judge"
 rubric = "claim_check"
+rubric_version = 1
 rubrics_dir = "{ROOT / 'rubrics'}"
 concurrency = 1
 max_cases = {CASES}

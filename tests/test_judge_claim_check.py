@@ -23,7 +23,7 @@ from groundjudge.judge.verdict import VerdictError
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
-RUBRIC = load_rubric(ROOT / "rubrics", "claim_check")
+RUBRIC = load_rubric(ROOT / "rubrics", "claim_check", 1)  # the question mechanics; v2 adds grounding (test_judge_grounding.py)
 SPEC = RUBRIC.claim_questions
 assert SPEC is not None
 

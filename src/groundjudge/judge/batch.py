@@ -179,10 +179,9 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
     spec = rubric.claim_questions
     assert spec is not None
     out: dict[str, Planned] = {}
-    rubric_hash = rubric.content_hash
 
     def key_of(question: claim_check.Question) -> str:
-        return claim_check.question_key(rubric, settings.model, decoding, question, rubric_hash=rubric_hash)
+        return claim_check.question_key(settings.model, decoding, question)
 
     def add(item: JudgeItem, question: claim_check.Question) -> bool:
         """Plan ``question`` if it is not cached; True when it is (answered)."""
@@ -196,18 +195,19 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
 
     for item in items:
         plan = claim_check.plan_case(rubric, item)
-        support = claim_check.claim_questions(rubric, plan)
-        answered = [add(item, q) for q in support]
-        for q in [*claim_check.cited_questions(rubric, item, plan)[0], *claim_check.nugget_questions(rubric, plan)]:
+        asked = claim_check.claim_questions(rubric, plan)
+        answered = [add(item, q) for q in asked]
+        cited = claim_check.cited_questions(rubric, item, plan, claim_check.cited_unfound(rubric, item, plan))[0]
+        for q in [*cited, *claim_check.nugget_questions(rubric, plan)]:
             add(item, q)
         if not all(answered):
             continue
         try:
             answers = [claim_check.read_answer(cache.get(key_of(q)).raw, spec)  # type: ignore[union-attr]
-                       for q in support]
+                       for q in asked]
         except VerdictError:
             continue  # the finishing run reports the unreadable answer
-        for q in claim_check.contradiction_questions(rubric, plan, answers):
+        for q in claim_check.contradiction_questions(rubric, plan, claim_check.supports(rubric, plan, asked, answers)[0]):
             add(item, q)
     return list(out.values())
 

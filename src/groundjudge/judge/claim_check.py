@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
+from groundjudge.judge.grounding import TermIndex
 from groundjudge.judge.render import neutralize
 from groundjudge.judge.results import ClaimResult, NuggetResult
 from groundjudge.judge.rubric import ClaimQuestions, Rubric
@@ -53,12 +54,13 @@ class Answer:
         return self.said_yes if self.probability is None else self.probability >= cut
 
 
-def question_key(rubric: Rubric, model: str, decoding: dict[str, Any], question: Question, *,
-                 rubric_hash: str | None = None) -> str:
-    """Everything the answer depends on: rubric identity, model, decoding and the exact messages
-    (``rubric_hash``: the rubric's content hash, when the caller has it already)."""
-    parts = {"rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric_hash or rubric.content_hash},
-             "model": model, "decoding": decoding, "kind": question.kind, "messages": question.messages}
+def question_key(model: str, decoding: dict[str, Any], question: Question) -> str:
+    """Everything the reply depends on: model, decoding and the exact messages. The rubric is
+    not part of it: whatever of a rubric shapes a question is in its messages, and how a reply
+    is read (its yes and no words, thresholds, grounding) is applied when it is read, so rubric
+    versions that ask the same question share its answer."""
+    parts = {"protocol": "claim_questions", "model": model, "decoding": decoding, "kind": question.kind,
+             "messages": question.messages}
     canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -110,6 +112,7 @@ class CasePlan:
     nuggets: list[str]
     shared_prefix: str
     nugget_prefix: str | None
+    unfound: list[list[str]] | None = None  # per sentence, terms the context never mentions (grounding)
 
 
 def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
@@ -121,14 +124,68 @@ def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
     nuggets = split_nuggets(item.expected_answer) if item.expected_answer else []
     nugget_prefix = spec.render("nugget_context", question=neutralize(item.question),
                                 answer=neutralize(item.answer)) if nuggets else None
-    return CasePlan(sentences=sentences, nuggets=nuggets, shared_prefix=shared, nugget_prefix=nugget_prefix)
+    unfound = None
+    if spec.grounding is not None:
+        index = _index(item.question, [text for _, text in item.contexts])
+        unfound = [index.unfound(s.text) for s in sentences]
+    return CasePlan(sentences=sentences, nuggets=nuggets, shared_prefix=shared, nugget_prefix=nugget_prefix,
+                    unfound=unfound)
+
+
+def _index(question: str, texts: Sequence[str]) -> TermIndex:
+    # The question counts as a source of terms: an answer may repeat what it was asked.
+    return TermIndex.of([question, *texts])
+
+
+def _ask_model(rubric: Rubric, unfound: list[str] | None) -> bool:
+    grounding = rubric.claim_questions.grounding if rubric.claim_questions else None
+    return grounding is None or grounding.ask_model == "always" or bool(unfound)
 
 
 def claim_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
+    """One question per claim, but none for a claim whose every term the context has when the
+    rubric's grounding says so (``ask_model: when_unfound``)."""
     spec = rubric.claim_questions
     assert spec is not None
     return [Question("claim", i, _messages(rubric, plan.shared_prefix, spec.render("claim", claim=neutralize(s.text))))
-            for i, s in enumerate(plan.sentences)]
+            for i, s in enumerate(plan.sentences)
+            if _ask_model(rubric, plan.unfound[i] if plan.unfound is not None else None)]
+
+
+def support_cut(rubric: Rubric) -> float:
+    """The support a claim needs to count as supported: the ``claim_support`` criterion's cut."""
+    faithful = next((c for c in rubric.criteria if c.score_kind == "claim_support"), None)
+    return faithful.cut if faithful is not None else 0.5
+
+
+def supports(rubric: Rubric, plan: CasePlan, asked: Sequence[Question], answers: Sequence[Answer]
+             ) -> tuple[list[Answer], list[Answer | None]]:
+    """Per sentence, the support its verdict uses (grounded where the rubric says so) and the
+    model's own answer (None where the model was not asked)."""
+    model: list[Answer | None] = [None] * len(plan.sentences)
+    for q, a in zip(asked, answers):
+        model[q.index] = a
+    unfound: Sequence[list[str] | None] = plan.unfound if plan.unfound is not None else [None] * len(model)
+    cut = support_cut(rubric)
+    return [grounded(rubric, a, u, cut) for a, u in zip(model, unfound)], model
+
+
+def grounded(rubric: Rubric, answer: Answer | None, unfound: list[str] | None, cut: float) -> Answer:
+    """The support the verdict uses: the model's answer as it is without grounding; with it,
+    P(yes) times ``term_factor`` per unfound term (no question asked: P(yes) taken as 1).
+    Without token probabilities the probability stays unknown and the sampled answer holds
+    only if the unfound terms alone would not sink it."""
+    grounding = rubric.claim_questions.grounding if rubric.claim_questions else None
+    if grounding is None or unfound is None:
+        assert answer is not None
+        return answer
+    factor = grounding.term_factor ** len(unfound)
+    if answer is None:
+        return Answer(probability=factor, said_yes=factor >= cut)
+    if answer.probability is None:
+        return Answer(probability=None, said_yes=answer.said_yes and factor >= cut)
+    p = answer.probability * factor
+    return Answer(probability=p, said_yes=p >= cut)
 
 
 def contradiction_questions(rubric: Rubric, plan: CasePlan, support: Sequence[Answer]) -> list[Question]:
@@ -141,9 +198,25 @@ def contradiction_questions(rubric: Rubric, plan: CasePlan, support: Sequence[An
             for i, (s, a) in enumerate(zip(plan.sentences, support)) if not a.yes(spec.contradiction_below)]
 
 
-def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> tuple[list[Question], dict[int, str]]:
+def cited_unfound(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> dict[int, list[str]]:
+    """With grounding: per cited claim, the terms that what it cites never mentions."""
+    spec = rubric.claim_questions
+    if spec is None or spec.grounding is None:
+        return {}
+    shown = dict(item.contexts)
+    out = {}
+    for i, s in enumerate(plan.sentences):
+        texts = [shown[cid] for cid in dict.fromkeys(s.citations) if cid in shown]
+        if texts:
+            out[i] = _index(item.question, texts).unfound(s.text)
+    return out
+
+
+def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan,
+                    unfound: dict[int, list[str]] | None = None) -> tuple[list[Question], dict[int, str]]:
     """Questions against only what each claim cites; and, for claims that cannot be asked so,
-    why: every context chunk cited (the answer is the claim question's) or none shown."""
+    why: every context chunk cited (the answer is the claim question's), none shown, or (with
+    grounding that asks only about unfound terms) everything it says is in what it cites."""
     spec = rubric.claim_questions
     assert spec is not None
     shown = dict(item.contexts)
@@ -156,6 +229,8 @@ def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> tuple[li
             settled[i] = "not_shown"
         elif len(cited) == len(item.contexts):
             settled[i] = "all_context"
+        elif unfound is not None and i in unfound and not _ask_model(rubric, unfound[i]):
+            settled[i] = "all_terms_cited"
         else:
             prefix = spec.render("context", question=neutralize(item.question), contexts=_contexts(cited),
                                  answer=neutralize(item.answer))
@@ -174,12 +249,15 @@ def nugget_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
 
 
 def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[int, Answer],
-                  cited: dict[int, Answer], settled: dict[int, str], cut: float) -> list[ClaimResult]:
-    """Claims with verdicts, classes and probabilities, from the answers to their questions."""
+                  cited: dict[int, Answer], settled: dict[int, str], cut: float,
+                  model: Sequence[Answer | None] | None = None) -> list[ClaimResult]:
+    """Claims with verdicts, classes and probabilities, from the answers to their questions
+    (``support``: as the verdict uses it, grounded where the rubric says so; ``model``: the
+    model's own answers, None where it was not asked, when grounding changed them)."""
     out = []
     for i, (s, a) in enumerate(zip(plan.sentences, support)):
         supported = a.yes(cut)
-        cited_answer = cited.get(i) if i not in settled else (a if settled[i] == "all_context" else None)
+        cited_answer = a if settled.get(i) == "all_context" else cited.get(i)
         cited_ok = bool(s.citations) and cited_answer is not None and cited_answer.yes(cut)
         if supported:
             verdict = "supported"
@@ -195,7 +273,10 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
         out.append(ClaimResult(claim=s.text, cited=list(s.citations), verdict=verdict,  # type: ignore[arg-type]
                                support=list(s.citations) if cited_ok else [], klass=klass,  # type: ignore[arg-type]
                                confidence=a.probability, cited_confidence=cited_p if s.citations else None,
-                               start=s.start, end=s.end))
+                               start=s.start, end=s.end,
+                               unfound_terms=plan.unfound[i] if plan.unfound is not None else None,
+                               model_confidence=(model[i].probability if model[i] is not None else None)
+                               if model is not None else None))
     return out
 
 

@@ -301,7 +301,7 @@ class JudgeEngine:
                    stop: dict[str, str], fresh: list[int]) -> claim_check.Answer:
         spec = self.rubric.claim_questions
         assert spec is not None
-        key = claim_check.question_key(self.rubric, self.model, self.decoding, question, rubric_hash=self._rubric_hash)
+        key = claim_check.question_key(self.model, self.decoding, question)
         cached = self.cache.get(key)
         if cached is None:
             async with sem:
@@ -341,17 +341,21 @@ class JudgeEngine:
 
     async def _judge_claims(self, out: _Pending, sem: asyncio.Semaphore, stop: dict[str, str]) -> None:
         rubric, item = self.rubric, out.item
-        faithful = next((c for c in rubric.criteria if c.score_kind == "claim_support"), None)
-        cut = faithful.cut if faithful is not None else 0.5
+        cut = claim_check.support_cut(rubric)
         plan = claim_check.plan_case(rubric, item)
         fresh = [0]
-        support = await self._ask_all(out, claim_check.claim_questions(rubric, plan), sem, stop, fresh)
+        asked = claim_check.claim_questions(rubric, plan)
+        support, model = claim_check.supports(rubric, plan, asked, await self._ask_all(out, asked, sem, stop, fresh))
         against = claim_check.contradiction_questions(rubric, plan, support)
         contradicted = dict(zip((q.index for q in against), await self._ask_all(out, against, sem, stop, fresh)))
-        by_cited, settled = claim_check.cited_questions(rubric, item, plan)
-        cited = dict(zip((q.index for q in by_cited), await self._ask_all(out, by_cited, sem, stop, fresh)))
+        cited_unfound = claim_check.cited_unfound(rubric, item, plan)
+        by_cited, settled = claim_check.cited_questions(rubric, item, plan, cited_unfound)
+        cited = {q.index: claim_check.grounded(rubric, a, cited_unfound.get(q.index), cut)
+                 for q, a in zip(by_cited, await self._ask_all(out, by_cited, sem, stop, fresh))}
+        cited |= {i: claim_check.grounded(rubric, None, [], cut) for i, why in settled.items() if why == "all_terms_cited"}
         nuggets = await self._ask_all(out, claim_check.nugget_questions(rubric, plan), sem, stop, fresh)
-        claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut)
+        claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut,
+                                           model if plan.unfound is not None else None)
         out.nuggets = claim_check.nugget_results(plan, nuggets, 0.5)
         out.claims = claims
         out.criteria = criterion_values(rubric.criteria, claims=claims, nuggets=out.nuggets,

@@ -72,6 +72,10 @@ class ClaimResult(_Frozen):
     cited_confidence: float | None = None  # P(supported by what it cites)
     start: int | None = None  # span in the answer, where the claim was split without a model
     end: int | None = None
+    # With a rubric's grounding: the claim's terms the context never mentions, and the model's
+    # own P(yes) before they lowered it (None where the model was not asked).
+    unfound_terms: list[str] | None = None
+    model_confidence: float | None = None
 
 
 class NuggetResult(_Frozen):

@@ -122,6 +122,18 @@ def _template_variables(source: str) -> set[str]:
     return set(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
 
 
+class Grounding(BaseModel):
+    """The exact term check beside the model (groundjudge.judge.grounding): a claim's support is
+    the model's P(yes) times ``term_factor`` for every term of the claim that the passages never
+    mention. ``ask_model``: ``when_unfound`` asks the model only about claims that bring in a
+    term the passages lack (a claim whose every term is in the passages is supported by that
+    rule, with no call); ``always`` asks about every claim."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    term_factor: float = Field(gt=0, le=1)
+    ask_model: Literal["always", "when_unfound"] = "when_unfound"
+
+
 class ClaimQuestions(BaseModel):
     """How the ``claim_check`` family asks: one short yes/no question per claim (or all claims
     of a case in one call), answered with one token whose probability is the claim's support.
@@ -142,6 +154,7 @@ class ClaimQuestions(BaseModel):
     yes_tokens: list[str] = Field(min_length=1)  # answers that mean yes (compared case- and space-insensitively)
     no_tokens: list[str] = Field(min_length=1)
     top_logprobs: int = Field(default=10, ge=1, le=20)
+    grounding: Grounding | None = None
 
     @model_validator(mode="after")
     def _variables(self) -> ClaimQuestions:

@@ -22,12 +22,26 @@ def _share(claims: Sequence[ClaimResult], ok: Any) -> CriterionValue:
     return CriterionValue(label=value == 1.0, value=value)
 
 
+def centred(p: float, cut: float) -> float:
+    """``p`` on a scale where ``cut`` sits at 0.5 (piecewise linear, 0 and 1 fixed), so that a
+    verdict is true exactly when its confidence is at least 0.5, whatever the rubric's threshold.
+
+    >>> centred(0.25, 0.25), centred(0.1, 0.25), centred(0.625, 0.25), centred(0.7, 0.5)
+    (0.5, 0.2, 0.75, 0.7)
+    """
+    if cut <= 0 or cut >= 1:
+        return p
+    return p / (2 * cut) if p < cut else 0.5 + (p - cut) / (2 * (1 - cut))
+
+
 def _support(probabilities: Sequence[float], cut: float) -> CriterionValue:
-    """Mean support as the value; true when every claim reaches ``cut``; min support as confidence."""
+    """Mean support as the value; true when every claim reaches ``cut``; the lowest support,
+    centred on ``cut`` (:func:`centred`), as the confidence that the answer is true."""
     if not probabilities:
         return CriterionValue(label=None, value=None)
     low = min(probabilities)
-    return CriterionValue(label=low >= cut, value=sum(probabilities) / len(probabilities), confidence=low)
+    return CriterionValue(label=low >= cut, value=sum(probabilities) / len(probabilities),
+                          confidence=centred(low, cut))
 
 
 def _probability(claim: ClaimResult, cited: bool) -> float:

@@ -34,6 +34,8 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
         tip = claim["verdict"].replace("_", " ")
         if claim.get("confidence") is not None:
             tip += f", support {claim['confidence']:.2f}"
+        if claim.get("unfound_terms"):
+            tip += f"; not in the passages: {', '.join(claim['unfound_terms'])}"
         if claim.get("start") is not None and claim.get("end") is not None:
             s, e = claim["start"], claim["end"]
         else:

@@ -66,11 +66,13 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
            for claim in r["claims"] if claim["class"] in ("unsupported", "contradicted", "misattributed")]
     if bad:
         out += ["", "### Unsupported claims and bad citations", "",
-                "| case | config | class | claim | support | cited | supported by |", "|---|---|---|---|---|---|---|"]
+                "| case | config | class | claim | support | not in the passages | cited | supported by |",
+                "|---|---|---|---|---|---|---|---|"]
         for c, cid, claim in bad[:40]:
             text = claim["claim"].replace("|", "\\|").replace("\n", " ")
             conf = "–" if claim.get("confidence") is None else f"{claim['confidence']:.2f}"
-            out.append(f"| `{cid}` | {c} | {claim['class']} | {text} | {conf} | {', '.join(claim['cited'])} | "
+            unfound = "–" if claim.get("unfound_terms") is None else ", ".join(claim["unfound_terms"]) or "none"
+            out.append(f"| `{cid}` | {c} | {claim['class']} | {text} | {conf} | {unfound} | {', '.join(claim['cited'])} | "
                        f"{', '.join(claim['support'])} |")
         if len(bad) > 40:
             out.append(f"\n… and {len(bad) - 40} more in report.json and triage.md.")

@@ -81,6 +81,8 @@ def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]
                 ids = list(dict.fromkeys([*claim["cited"], *claim["support"]]))
                 records.append({**base, "kind": kind, "claim": claim["claim"], "verdict": claim["verdict"],
                                 "support_probability": claim.get("confidence"),
+                                "model_probability": claim.get("model_confidence"),
+                                "unfound_terms": claim.get("unfound_terms"),
                                 "cited": claim["cited"], "supported_by": claim["support"],
                                 "chunks": {i: _text(dataset, config_id, case_id, i) for i in ids},
                                 "retrieval": facts})
@@ -129,9 +131,10 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
             if r["kind"] == "invalid_citation":
                 out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
             else:
-                p = r.get("support_probability")
+                p, terms = r.get("support_probability"), r.get("unfound_terms")
                 out.append(f"- **{r['kind'].replace('_', ' ')}**: “{r['claim']}”"
-                           + ("" if p is None else f" (support {p:.2f})") + " — cited "
+                           + ("" if p is None else f" (support {p:.2f})")
+                           + (f"; not in the passages: {', '.join(terms)}" if terms else "") + " — cited "
                            f"{', '.join(f'`{c}`' for c in r['cited']) or 'nothing'}, supported by "
                            f"{', '.join(f'`{c}`' for c in r['supported_by']) or 'nothing'}")
             for cid, text in r["chunks"].items():

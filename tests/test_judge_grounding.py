@@ -1,0 +1,147 @@
+"""The exact term check (judge/grounding.py) and claim_check v2, which combines it with the
+model's P(yes), against a scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from groundjudge.judge.cache import JudgeCache
+from groundjudge.judge.client import ClientSettings, JudgeClient
+from groundjudge.judge.engine import JudgeEngine
+from groundjudge.judge.grounding import TermIndex, terms
+from groundjudge.judge.rubric import load_rubric
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.test_judge_claim_check import CONTEXTS, item, judge_script, statement, yes_no
+
+ROOT = Path(__file__).resolve().parent.parent
+V1 = load_rubric(ROOT / "rubrics", "claim_check", 1)
+V2 = load_rubric(ROOT / "rubrics", "claim_check", 2)
+
+
+# --- terms ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("The IRS's Form 1,040 lists deductions.", ["irs's", "form", "1040", "lists", "deductions"]),
+    ("Based on the passages, it is 3.5 days.", ["3.5", "days"]),  # framing words carry no fact
+    ("According to the information provided, however, cats purr.", ["cats", "purr"]),
+    ("Version 2.1.0 shipped in 2024.", ["version", "2.1.0", "shipped", "2024"]),
+    ("Trả lời: Hà Nội là thủ đô.", ["trả", "lời", "hà", "nội", "là", "thủ", "đô"]),
+    ("東京は日本の首都です。", ["東", "京", "は", "日", "本", "の", "首", "都", "で", "す"]),
+    ("It’s Dr. O’Neil’s view.", ["dr", "o'neil", "view"]),  # a second apostrophe ends the word
+])
+def test_terms_keep_what_states_a_fact(text: str, expected: list[str]) -> None:
+    assert terms(text) == expected
+
+
+def test_unfound_matches_plural_possessive_and_word_families_but_not_other_numbers() -> None:
+    index = TermIndex.of(["Employees receive a P60 summarising pay and deductions by 31 May.",
+                          "The employer's records are kept for 3 years."])
+    assert index.unfound("An employee's P60 summarises the deduction.") == []  # plural, possessive, stem
+    assert index.unfound("Employers keep records for 6 years.") == ["keep", "6"]  # numbers match exactly
+    assert index.unfound("The P45 arrives by 30 June, then by 30 June again.") == ["p45", "arrives", "30", "june"]
+    assert index.unfound("") == [] and TermIndex.of([]).unfound("Cats purr.") == ["cats", "purr"]
+
+
+def test_the_two_versions_ask_byte_identical_questions_and_v1_keeps_its_hash() -> None:
+    assert V1.content_hash.startswith("d94873c579f1")
+    assert V2.claim_questions is not None and V2.claim_questions.grounding is not None
+    assert V1.claim_questions is not None and V1.claim_questions.grounding is None
+    for field in ("context", "claim", "contradiction", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
+        assert getattr(V1.claim_questions, field) == getattr(V2.claim_questions, field)
+    assert V1.system_prompt == V2.system_prompt
+
+
+# --- claim_check v2 end to end ------------------------------------------------------------------
+
+# Claim 1: every term is in the context (no question with when_unfound). Claim 2 brings in
+# "30" (one unfound term). Claim 3 brings in four: "cash", "bonus", "paid", "quarterly".
+ANSWER = ("Full-time staff get 18 days of annual leave. Part-time staff get 30 days. "
+          "A cash bonus is paid quarterly.")
+
+
+def run(srv: ScriptedOpenAIServer, rubric, items, cache_dir: Path):
+    client = JudgeClient(ClientSettings(base_url=srv.base_url, model=srv.model, timeout_s=60, max_attempts=2))
+    cache = JudgeCache(cache_dir)
+    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=1)
+    try:
+        return asyncio.run(engine.run(items)), engine
+    finally:
+        cache.close()
+
+
+def test_v2_asks_only_claims_with_unfound_terms_and_lowers_support_per_term(tmp_path: Path) -> None:
+    truth = {"Part-time staff get 30 days.": 0.8, "A cash bonus is paid quarterly.": 0.9}
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (case,), engine = run(srv, V2, [item(ANSWER, expected=None)], tmp_path / "cache")
+        asked = [(statement(r.body), "contradict" in r.body["messages"][-1]["content"]) for r in srv.requests]
+    assert case.status == "judged", case.reason
+    first, second, third = case.claims
+    assert (first.unfound_terms, first.model_confidence, first.confidence) == ([], None, 1.0)
+    assert first.verdict == "supported"
+    assert second.unfound_terms == ["30"] and second.model_confidence == pytest.approx(0.8)
+    assert second.confidence == pytest.approx(0.8 * 0.7) and second.verdict == "supported"
+    assert third.unfound_terms == ["cash", "bonus", "paid", "quarterly"]
+    assert third.model_confidence == pytest.approx(0.9)
+    assert third.confidence == pytest.approx(0.9 * 0.7 ** 4)  # 0.216 < 0.25
+    assert third.verdict == "contradicted"  # the scripted judge says yes to its contradiction question
+    # no question about the claim whose every term the context has; a contradiction question
+    # only for the claim below the threshold
+    assert asked == [("Part-time staff get 30 days.", False), ("A cash bonus is paid quarterly.", False),
+                     ("A cash bonus is paid quarterly.", True)]
+    assert case.criteria["faithful"].label is False
+    # the answer's confidence is its lowest support centred on the threshold: 0.216 / (2 * 0.25)
+    assert case.criteria["faithful"].confidence == pytest.approx(0.9 * 0.7 ** 4 / 0.5)
+    assert engine.totals.questions == 3
+
+
+def test_v2_shares_v1s_cached_answers_and_a_low_support_gets_its_contradiction_question(tmp_path: Path) -> None:
+    truth = {"Part-time staff get 30 days.": 0.3, "A cash bonus is paid quarterly.": 0.9}
+    cache = tmp_path / "cache"
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (v1,), _ = run(srv, V1, [item(ANSWER, expected=None)], cache)
+        v1_requests = len(srv.requests)
+        (v2,), _ = run(srv, V2, [item(ANSWER, expected=None)], cache)
+        v2_new = [statement(r.body) + (" (contradiction)" if "contradict" in r.body["messages"][-1]["content"] else "")
+                  for r in srv.requests[v1_requests:]]
+    assert v1.status == v2.status == "judged"
+    assert v1_requests == 3 + 1  # three claims, one contradiction question (0.3 < 0.5)
+    # v2: the claim questions come from v1's cache. Claim 2 (0.3 * 0.7 = 0.21 < 0.25) was also
+    # below v1's 0.5, so its contradiction question is cached too; claim 3 (0.9 * 0.7^4 = 0.216)
+    # was not, so its contradiction question is the only new one
+    assert v2_new == ["A cash bonus is paid quarterly. (contradiction)"]
+    assert v2.claims[1].confidence == pytest.approx(0.21) and v2.claims[1].verdict == "unsupported"
+    assert v2.claims[2].verdict == "contradicted" and v1.claims[2].verdict == "supported"
+    assert v1.criteria["faithful"].label is False and v2.criteria["faithful"].label is False
+
+
+def test_v2_without_logprobs_keeps_the_confidence_unknown_and_the_sampled_word_decides(tmp_path: Path) -> None:
+    def script(body: dict, index: int) -> Reply:
+        return Reply("Yes")  # no token probabilities
+    with ScriptedOpenAIServer(script) as srv:
+        (case,), engine = run(srv, V2, [item(ANSWER, expected=None)], tmp_path / "cache")
+    first, second, third = case.claims
+    assert first.confidence == 1.0  # settled by the term check, not by the model
+    assert second.confidence is None and second.verdict == "supported"  # yes, and 0.7 >= 0.25
+    assert third.confidence is None and third.verdict == "contradicted"  # yes, but 0.7^4 < 0.25; and
+    # the scripted judge says yes to the contradiction question too
+    assert engine.totals.without_logprobs == 3  # two claims and the contradiction question
+
+
+def test_v2_cited_support_uses_the_terms_of_what_the_claim_cites(tmp_path: Path) -> None:
+    answer = "Requests go to the line manager [leave#2]. Full-time staff get 18 days [leave#2]."
+    case_item = item(answer, expected=None)
+    case_item = case_item.__class__(**{**case_item.__dict__, "citations": ()})
+    with ScriptedOpenAIServer(judge_script({"Full-time staff get 18 days.": 0.9})) as srv:
+        (case,), _ = run(srv, V2, [case_item], tmp_path / "cache")
+        asked = [(statement(r.body), "leave#1" in r.body["messages"][-1]["content"]) for r in srv.requests]
+    first, second = case.claims
+    # the first claim's terms are all in leave#2, which it cites: supported by its citation, no call
+    assert first.klass == "cited_support" and first.cited_confidence == 1.0
+    # the second cites leave#2, which lacks "full", "time", "18", "days": asked against leave#2 only
+    assert second.cited_confidence == pytest.approx(0.9 * 0.7 ** len(TermIndex.of(
+        ["How much leave do staff get?", CONTEXTS[1][1]]).unfound("Full-time staff get 18 days.")))
+    assert ("Full-time staff get 18 days.", False) in asked  # the cited question shows leave#2 only
+    assert not any(s == "Requests go to the line manager." for s, _ in asked)
