@@ -109,6 +109,9 @@ def test_queued_items_are_triage_rows_and_the_picker_offers_them_first(tmp_path)
         text = CliRunner().invoke(main, ["triage", str(out), "--kind", "awaits_person"]).output
         assert text.count("**awaits a person** (faithful)") == len(queue)
         assert f"{len(queue)} item(s) await a person's label" in (out / "triage.md").read_text()
+        html = (out / "report.html").read_text()
+        assert html.count("(first): verdict confidence 0.700 &lt; lambda 0.71") == len(queue)
+        assert "all-or-nothing rule: no confidence per verdict" in html  # correct, citations_supported
 
         # the picker: the queue first, in queue order, chosen with certainty
         labels = tmp_path / "labels" / "kim.jsonl"
@@ -121,7 +124,14 @@ def test_queued_items_are_triage_rows_and_the_picker_offers_them_first(tmp_path)
         assert batch.strategy == "queue" and [(c, q) for q, c, _, _ in batch.picks] == queue
         assert all(pi == 1.0 for _, _, pi, _ in batch.picks)
         for q, c, _, _ in batch.picks:
-            append_label(labels, HumanLabel(query_id=q, config_id=c, rater="kim", faithful=False))
+            append_label(labels, HumanLabel(query_id=q, config_id=c, rater="kim", faithful=False, correct=2))
+        # calibrating on them: the ordinal criterion gets its reliability and cut-off too (too few here)
+        cal = CliRunner().invoke(main, ["calibrate", "--config", str(config_path), "--report", str(out / "report.json"),
+                                        "--labels", str(labels), "--records-dir", str(tmp_path / "records-kim")])
+        assert cal.exit_code == 0, cal.output
+        assert (f"correct: selective trust (target 0.9, risk 0.1): no lambda: the judge keeps nothing: {len(queue)} "
+                "items with a confidence, fewer than the 22") in cal.output
+        assert "faithful: selective trust" in cal.output and "kappa-maximising threshold" in cal.output
 
         # then sampled batches, from the rest only; the queue labels are known items there
         second = label(str(out), "--rater", "kim", "--labels", str(labels), "--batch", "2", "--strategy", "random")

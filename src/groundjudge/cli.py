@@ -415,10 +415,11 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
     for criterion, stats in record["criteria"].items():
         block = stats.get("selective")
         if block:
-            kt = block["kappa_threshold"]
+            kt = block["kappa_threshold"]  # None for an ordinal criterion: no P(True) to threshold
+            threshold = ("" if kt is None else f"; kappa-maximising threshold {_num(kt['threshold'])} (cross-fitted "
+                                               f"kappa {_num(kt['cross_fitted_kappa'])})")
             click.echo(f"{criterion}: selective trust (target {block['target_agreement']:g}, risk {block['risk']:g}): "
-                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}; kappa-maximising "
-                       f"threshold {_num(kt['threshold'])} (cross-fitted kappa {_num(kt['cross_fitted_kappa'])})")
+                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}{threshold}")
 
 
 def _num(value: float | None) -> str:
