@@ -89,6 +89,9 @@ def test_queued_items_are_triage_rows_and_the_picker_offers_them_first(tmp_path)
         queue = [(q["config_id"], q["case_id"]) for q in report["gates"]["selective"]["queue"]]
         judged = [(cfg, c) for cfg, s in report["judge"]["per_config"].items()
                   for c, case in s["cases"].items() if case["status"] == "judged"]
+        from tests.test_report_outputs import _errors, _validator
+
+        assert _errors(_validator("report"), report) == []  # queue reasons and all included
         counts = [per["faithful"]["counts"] for per in report["gates"]["selective"]["per_config"].values()]
         assert len(queue) >= 2 and sum(c["escalated"] for c in counts) >= 1 and sum(c["trusted"] for c in counts) >= 1
 

@@ -64,8 +64,13 @@ def test_reliability_and_coverage_charts_are_well_formed_svg() -> None:
 def test_the_queue_says_why_and_ordinal_criteria_read_as_grades() -> None:
     from groundjudge.cli import triage as triage_command
     from groundjudge.report.triage import KINDS
-    from tests.test_calibrate_cascade import (ORDINAL_FIRST, ORDINAL_HUMANS, ORDINAL_SECOND, SECOND,
-                                              ordinal_record)
+    from tests.test_calibrate_cascade import (
+        ORDINAL_FIRST,
+        ORDINAL_HUMANS,
+        ORDINAL_SECOND,
+        SECOND,
+        ordinal_record,
+    )
 
     text = "\n".join(queue_lines(document()))
     assert "- `q7` (cand): faithful — faithful: `small-judge` (first): verdict confidence 0.600 < lambda 0.61" in text
