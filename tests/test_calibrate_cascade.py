@@ -152,3 +152,95 @@ def test_without_escalation_abstained_items_wait_for_people() -> None:
     assert cascade.coverage == 0.6 and trust.escalation_model is None
     report = evaluate_gates(metrics(), FIRST_RUN, GATES, TrustRules(), [record()], trust)
     assert next(r for r in report.results if r.metric == "faithfulness").status == "advisory"
+
+
+# --- an ordinal criterion (correct, 0..3): confidence of the exact grade --------------------------
+
+def ordinal_record(prov=FIRST):
+    """`correct` with a confidence per grade: 50 sure grade-3 and 30 sure grade-1 verdicts that
+    people confirm, 20 unsure grade-2 ones of which people put half a grade lower (exact match
+    only: one grade off disagrees); `faithful` without confidences."""
+    judge, human = {}, {}
+    for i in range(100):
+        grade, conf, truth = (3, 0.97, 3) if i < 50 else (1, 0.9, 1) if i < 80 else (2, 0.4, 2 if i % 2 else 1)
+        judge[(f"c{i}", "cand")] = ItemLabels({"faithful": True, "correct": grade},
+                                              confidence={"faithful": None, "correct": conf})
+        human[(f"c{i}", "cand")] = ItemLabels({"faithful": True, "correct": truth})
+    rec = build_record(judge, prov, {"alice": human}, CRITERIA, reps=100, target_agreement=0.9, risk=0.1)
+    rec["_path"] = f"records/{prov['model']}-ordinal.json"
+    return rec
+
+
+def graded(case_id: str, grade: int, confidence: float | None) -> CaseJudgement:
+    return CaseJudgement(case_id=case_id, config_id="cand", status="judged", criteria={
+        "faithful": CriterionValue(label=True, value=1.0),
+        "correct": CriterionValue(label=grade, value=float(grade), confidence=confidence)})
+
+
+ORDINAL_FIRST = run(FIRST, [graded(f"q{i}", 3, 0.97) for i in range(6)]
+                    + [graded("q6", 2, 0.4), graded("q7", 1, 0.3), graded("q8", 0, 0.2)])
+ORDINAL_SECOND = run(SECOND, [graded("q7", 2, 0.95), graded("q8", 1, 0.3)])
+ORDINAL_HUMANS = {("q6", "cand"): ItemLabels({"faithful": True, "correct": 2}),
+                  ("q0", "cand"): ItemLabels({"faithful": True, "correct": 3})}
+
+
+def test_an_ordinal_record_holds_a_cut_off_on_the_exact_grade() -> None:
+    block = ordinal_record()["criteria"]["correct"]["selective"]
+    assert block["kind"] == "ordinal" and "exact grade" in block["verdict_confidence"]
+    assert block["kappa_threshold"] is None  # no P(True) to threshold
+    fit = block["cutoff"]
+    # 80 sure verdicts all right; adding the 20 unsure ones (10 exactly right) fails the bound
+    assert fit["cutoff"] == pytest.approx(0.41) and fit["kept"] == 80 and fit["agreement"] == 1.0
+    assert next(p for p in fit["curve"] if p["cutoff"] == 0.4)["status"] == "failed"
+    assert block["reliability"]["n"] == 100
+    assert "selective" not in ordinal_record()["criteria"]["faithful"]  # no confidences
+
+
+def test_an_ordinal_gate_counts_decided_grades_and_the_queue_says_why() -> None:
+    records = [ordinal_record(), ordinal_record(SECOND)]
+    first, second = cutoffs_for(FIRST, records), cutoffs_for(SECOND, records)
+    assert set(first) == {"correct"}
+    assert to_escalate(ORDINAL_FIRST, first, ORDINAL_HUMANS) == {("q7", "cand"), ("q8", "cand")}
+    trust = decide(ORDINAL_FIRST, first, escalation=ORDINAL_SECOND, escalation_cutoffs=second, humans=ORDINAL_HUMANS)
+    cascade = trust.per_config["cand"]["correct"]
+    assert cascade.kind == "ordinal"
+    assert {d.case_id: (d.source, d.label) for d in cascade.decisions if d.case_id in ("q0", "q6", "q7", "q8")} == {
+        "q0": ("trusted", 3), "q6": ("human", 2), "q7": ("escalated", 2), "q8": ("queued", None)}
+    assert cascade.counts == {"trusted": 6, "escalated": 1, "human": 1, "queued": 1}
+    assert cascade.rate == pytest.approx((6 * 3 + 2 + 2) / 8)  # mean grade of the decided items
+    assert type(cascade.decisions[0].label) is int
+    assert cascade.ppi is not None and cascade.ppi["n_labelled"] == 1  # q0: trusted, labelled 3
+    assert trust.all_or_nothing.keys() == {"faithful"}
+
+    (item,) = trust.queue
+    assert (item.case_id, item.criteria) == ("q8", ["correct"])
+    (why,) = item.reasons
+    assert [(a.judge, a.role, a.label, a.cutoff) for a in why.abstained] == [
+        ("small-judge", "first", 0, pytest.approx(0.41)), ("large-judge", "escalation", 1, pytest.approx(0.41))]
+    assert why.abstained[0].reason == "verdict confidence 0.200 < lambda 0.41"
+    assert why.abstained[1].reason == "verdict confidence 0.300 < lambda 0.41"
+
+    report = evaluate_gates(metrics(), ORDINAL_FIRST, GATES, TrustRules(min_coverage=0.8), records, trust)
+    gate = next(r for r in report.results if r.metric == "correctness")
+    assert (gate.status, gate.blocking, gate.value, gate.n) == ("pass", True, pytest.approx(2.75), 8)
+    assert "value: mean grade of decided items" in gate.reason and "6 trusted, 1 escalated, 1 human of 9" in gate.reason
+    assert gate.all_or_nothing is not None and "on all 9 verdicts (mean 2.333)" in gate.all_or_nothing
+    # faithful has no confidence: today's rule, and the gate says plainly why
+    faithful = next(r for r in report.results if r.metric == "faithfulness")
+    assert faithful.all_or_nothing is None and "selective trust does not apply: no confidence per verdict" in \
+        faithful.reason
+
+    high = GatesConfig(metrics={"correctness": Threshold(min=2.8)})
+    gate = next(r for r in evaluate_gates(metrics(), ORDINAL_FIRST, high, TrustRules(min_coverage=0.8), records,
+                                          trust).results if r.metric == "correctness")
+    assert (gate.status, gate.blocking) == ("fail", True)
+
+
+def test_an_escalation_judge_without_a_verdict_or_a_record_is_named_in_the_queue() -> None:
+    records = [ordinal_record()]  # no record for the second judge
+    trust = decide(ORDINAL_FIRST, cutoffs_for(FIRST, records), escalation=ORDINAL_SECOND,
+                   escalation_cutoffs=cutoffs_for(SECOND, records), humans=None)
+    reasons = {q.case_id: q.reasons[0].abstained for q in trust.queue}
+    assert set(reasons) == {"q6", "q7", "q8"}
+    assert reasons["q7"][1].reason.startswith("no calibration record") and reasons["q7"][1].cutoff is None
+    assert reasons["q6"][1].reason == "not sent to it" and reasons["q6"][1].label is None

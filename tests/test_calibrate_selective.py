@@ -9,6 +9,7 @@ from scipy.stats import binom
 
 from groundjudge.calibrate.selective import (
     NO_LAMBDA,
+    agrees,
     clopper_pearson_lower,
     fit_cutoff,
     kappa_threshold,
@@ -133,4 +134,63 @@ def test_kept_test_items_agree_at_least_one_minus_alpha_in_one_minus_delta_of_dr
           f"{(held - none) / (draws - none):.3f}")
     assert rate >= 1 - delta
     # and it is not vacuous: most draws keep something, a fair share of what an oracle would
+    assert none < 0.3 * draws and np.mean(coverage) > 0.3 * oracle
+
+
+# --- the guarantee for an ordinal criterion (0..3), simulated ----------------------------------
+
+def test_ordinal_verdicts_take_their_confidence_as_given_and_agree_only_on_the_exact_grade() -> None:
+    assert verdict_confidence(0, 0.8, "ordinal") == 0.8 and verdict_confidence(3, 0.3, "ordinal") == 0.3
+    assert verdict_confidence(2, None, "ordinal") is None
+    assert agrees(2, 2, "ordinal") and not agrees(2, 3, "ordinal") and not agrees(0, 1, "ordinal")
+    assert agrees(True, True) and not agrees(True, False)
+
+
+def draw_ordinal(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Human grades 0..3; the judge's confidences in [0.25, 1] (denser near 1) and its grades:
+    the exact grade with probability equal to its confidence (a calibrated judge, as the nugget
+    confidence is when the nugget probabilities are), else one grade off, inside the scale."""
+    truth = rng.integers(0, 4, n)
+    conf = 1.0 - 0.75 * rng.uniform(size=n) ** 2
+    right = rng.uniform(size=n) < conf
+    step = np.where(rng.uniform(size=n) < 0.5, -1, 1)
+    step = np.where(truth + step < 0, 1, np.where(truth + step > 3, -1, step))
+    return truth, np.where(right, truth, truth + step), conf
+
+
+def oracle_coverage(alpha: float) -> float:
+    """The largest share of items, most confident first, whose mean accuracy is >= 1 - alpha."""
+    conf = np.sort(1.0 - 0.75 * np.random.default_rng(0).uniform(size=1_000_000) ** 2)[::-1]
+    running = np.cumsum(conf) / np.arange(1, conf.size + 1)
+    return float(np.nonzero(running >= 1 - alpha)[0][-1] + 1) / conf.size
+
+
+@pytest.mark.parametrize(("alpha", "delta"), [(0.1, 0.1), (0.05, 0.2)])
+def test_kept_ordinal_test_items_match_the_human_grade_at_least_one_minus_alpha_of_the_time(
+        alpha: float, delta: float) -> None:
+    rng = np.random.default_rng(20261122)
+    draws, held, none, coverage, realised = 1000, 0, 0, [], []
+    for _ in range(draws):
+        truth, said, conf = draw_ordinal(rng, 1000)
+        fit = fit_cutoff([verdict_confidence(int(s), float(c), "ordinal") for s, c in zip(said, conf)],
+                         [agrees(int(s), int(t), "ordinal") for s, t in zip(said, truth)],
+                         target_agreement=1 - alpha, risk=delta)
+        if fit.cutoff is None:
+            none += 1
+            coverage.append(0.0)
+            held += 1
+            continue
+        truth, said, conf = draw_ordinal(rng, 4000)
+        kept = conf >= fit.cutoff
+        coverage.append(kept.mean())
+        if kept.any():
+            realised.append(float((said[kept] == truth[kept]).mean()))
+        held += int(realised[-1] >= 1 - alpha) if kept.any() else 1
+    rate = held / draws
+    oracle = oracle_coverage(alpha)
+    print(f"\nordinal, alpha={alpha} delta={delta}: exact-grade agreement >= {1 - alpha} on kept test items in "
+          f"{rate:.3f} of {draws} draws (required >= {1 - delta}); no lambda in {none}; mean coverage "
+          f"{np.mean(coverage):.3f} (oracle {oracle:.3f}); mean realised agreement where kept "
+          f"{np.mean(realised):.3f}")
+    assert rate >= 1 - delta
     assert none < 0.3 * draws and np.mean(coverage) > 0.3 * oracle

@@ -123,6 +123,9 @@ def test_claims_citations_and_nuggets_of_one_case(tmp_path: Path) -> None:
     assert case.criteria["citations_supported"].label is False
     # nuggets: 1 of 2 stated -> share 0.5 -> grade 1 (cut points 0.25, 0.6, 0.95)
     assert [n.stated for n in case.nuggets] == [True, False] and case.criteria["correct"].label == 1
+    # its confidence: the judge's P(exactly one of the two nuggets is stated), the counts that give grade 1
+    p1, p2 = (n.confidence for n in case.nuggets)
+    assert case.criteria["correct"].confidence == pytest.approx(p1 * (1 - p2) + (1 - p1) * p2)
     # one question per claim (3), a contradiction question for the low one (1), the cited
     # questions of the claims citing less than the whole context (3), two nuggets
     assert len(kinds) == 3 + 1 + 3 + 2 == case.usage.requests

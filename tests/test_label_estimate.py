@@ -162,3 +162,50 @@ def test_no_interval_from_too_few_items_or_from_perfect_agreement_alone():
     perfect = [WeightedItem(j, j, 1.0) for j in [0, 1] * 20]
     est = estimate_kappa(perfect, 2, agree, None)
     assert est.kappa == 1.0 and est.ci_low is not None and est.ci_low < 0.95  # not a zero-width claim
+
+
+def test_a_queue_batch_labelled_first_does_not_bias_the_sampled_batches_after_it():
+    """The human queue holds the items the judge is least sure of (often wrong): labelled first
+    as a queue batch (chosen, not sampled), they count as known items in the random batches that
+    follow, so the weighted estimate stays unbiased; counted as a design they would not be."""
+    from dataclasses import replace
+
+    from groundjudge.label.run_source import QueuedItem
+    from groundjudge.label.session import QUEUE_STRATEGY, design_weights, plan_queue_batch
+
+    base = example_session(True)
+    rng = np.random.default_rng(11)
+    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
+             for k, item in base.judged.items()}
+    full = np.zeros((2, 2))
+    for k, item in base.judged.items():
+        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
+    truth = kappa_from_matrix(full, agreement_weights(2, None))
+    least_sure = sorted(base.judged, key=lambda k: base.judged[k].confidence)[:8]
+    queue = [QueuedItem(k, ["faithful"], "test") for k in least_sure]
+    estimates = []
+    for rep in range(250):
+        session = example_session(True)
+        session.run = replace(session.run, queue=queue)
+        first = plan_queue_batch(session, size=20)
+        assert first is not None and first.strategy == QUEUE_STRATEGY
+        assert [(q, c) for q, c, _, _ in first.picks] == least_sure  # queue order, all of it
+        session.batches.append(first)
+        session.mine += [HumanLabel(query_id=q, config_id=c, rater="r", faithful=human[(q, c)])
+                         for q, c, _, _ in first.picks]
+        if rep == 0:  # before any sampled batch: plain counts, no design behind them
+            assert design_weights(session)[1] is None and not agreement_estimates(session)["faithful"].weighted
+            assert plan_queue_batch(session, size=20) is None  # the queue is done
+        for step in range(2):
+            batch = plan_next_batch(session, strategy="random", size=8, double_share=0.0, seed=rep * 10 + step)
+            assert not {(q, c) for q, c, _, _ in batch.pool} & set(least_sure)
+            session.batches.append(batch)
+            session.mine += [HumanLabel(query_id=q, config_id=c, rater="r", faithful=human[(q, c)])
+                             for q, c, _, _ in batch.picks]
+        weights, lambdas = design_weights(session)
+        assert lambdas is not None and first.batch not in lambdas
+        assert all(weights[k].weight == pytest.approx(1.0) for k in least_sure)  # known: counted once
+        estimates.append(agreement_estimates(session)["faithful"].kappa)
+    values = np.array([v for v in estimates if v is not None])
+    se = values.std(ddof=1) / np.sqrt(len(values))
+    assert abs(values.mean() - truth) < max(0.02, 3 * se), (values.mean(), truth, se)

@@ -172,3 +172,33 @@ def test_the_server_stops_by_itself_when_idle(run_dir, tmp_path):
     port = int(urls[0].rsplit(":", 1)[1].strip("/"))
     with pytest.raises(OSError):
         http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/")
+
+
+def test_a_queue_batch_is_marked_and_the_reason_shows_only_after_labelling(run_dir, tmp_path):
+    from dataclasses import replace
+
+    from groundjudge.label.run_source import QueuedItem, read_run
+    from groundjudge.label.session import draw_queue_batch, open_session
+
+    run = read_run(run_dir)
+    key = run.items[-1].key
+    why = "faithful: `scripted` (first): verdict confidence 0.600 < lambda 0.71"
+    session = open_session(replace(run, queue=[QueuedItem(key, ["faithful"], why)]), "ann",
+                           tmp_path / "labels" / "ann.jsonl")
+    assert draw_queue_batch(session, size=5) is not None
+    srv = LabelServer(LabelApp(session))
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        state_text = request(srv, "GET", "/api/state")[1].decode()
+        state = json.loads(state_text)
+        assert state["queue"] is True and state["total"] == 1
+        assert (state["item"]["query_id"], state["item"]["config_id"]) == key
+        assert "0.600" not in state_text and "lambda" not in state_text  # nothing of the judge before labelling
+        response, payload = request(srv, "POST", "/api/label", label_body(state["item"]),
+                                    {"X-Label-Token": srv.app.token})
+        assert response.status == 200, payload
+        assert json.loads(payload)["judge"]["queued_because"] == why
+    finally:
+        srv.shutdown()
+        srv.server_close()

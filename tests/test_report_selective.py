@@ -59,3 +59,41 @@ def test_reliability_and_coverage_charts_are_well_formed_svg() -> None:
     assert len(curve.findall(f"{SVG}circle")) == 1  # the chosen cut-off
     none = ET.fromstring(coverage_curve("coverage", fit["curve"], fit["n"], target=0.9, cutoff=None))
     assert not none.findall(f"{SVG}circle") and "no lambda" in ET.tostring(none, encoding="unicode")
+
+
+def test_the_queue_says_why_and_ordinal_criteria_read_as_grades() -> None:
+    from groundjudge.cli import triage as triage_command
+    from groundjudge.report.triage import KINDS
+    from tests.test_calibrate_cascade import (
+        ORDINAL_FIRST,
+        ORDINAL_HUMANS,
+        ORDINAL_SECOND,
+        SECOND,
+        ordinal_record,
+    )
+
+    text = "\n".join(queue_lines(document()))
+    assert "- `q7` (cand): faithful — faithful: `small-judge` (first): verdict confidence 0.600 < lambda 0.61" in text
+
+    records = [ordinal_record(), ordinal_record(SECOND)]
+    trust = decide(ORDINAL_FIRST, cutoffs_for(FIRST, records), escalation=ORDINAL_SECOND,
+                   escalation_cutoffs=cutoffs_for(SECOND, records), humans=ORDINAL_HUMANS)
+    gates = evaluate_gates(metrics(), ORDINAL_FIRST, GATES, TrustRules(min_coverage=0.8), records, trust)
+    doc = {"judge": ORDINAL_FIRST.model_dump(mode="json"), "gates": gates.model_dump(mode="json"),
+           "escalation": None, "calibration": {"criteria": {
+               "correct": {"selective": ordinal_record()["criteria"]["correct"]["selective"]}}}}
+    text = render_selective_markdown(doc)
+    assert "| `small-judge` | faithful | – | all-or-nothing rule: no confidence per verdict" in text
+    assert "agrees with people only on the exact grade" in text
+    assert "| cand | correct | 9 | 6 | 1 | 1 | 1 | 0.889 | 2.750 |" in text
+    assert ("`large-judge` (escalation): verdict confidence 0.300 < lambda 0.41" in text
+            and "#### `correct`: calibration figures" in text and "Kappa-maximising" not in text)
+
+    row = {"config_id": "cand", "case_id": "q8", "question": "Q?", "answer": "A.", "tags": [],
+           "kind": "awaits_person", "awaits": "a person's label", "criteria": ["correct"], "why": "correct: x",
+           "reasons": [], "retrieval": {"gold_chunks": []}}
+    triage = render_triage_markdown([row])
+    assert "- **awaits a person** (correct): no trusted judge settled it — correct: x" in triage
+    assert "0 finding(s)" in triage and "1 item(s) await a person's label" in triage
+    kind_option = next(p for p in triage_command.params if p.name == "kinds")
+    assert tuple(kind_option.type.choices) == KINDS  # the CLI offers every kind triage writes

@@ -415,10 +415,11 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
     for criterion, stats in record["criteria"].items():
         block = stats.get("selective")
         if block:
-            kt = block["kappa_threshold"]
+            kt = block["kappa_threshold"]  # None for an ordinal criterion: no P(True) to threshold
+            threshold = ("" if kt is None else f"; kappa-maximising threshold {_num(kt['threshold'])} (cross-fitted "
+                                               f"kappa {_num(kt['cross_fitted_kappa'])})")
             click.echo(f"{criterion}: selective trust (target {block['target_agreement']:g}, risk {block['risk']:g}): "
-                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}; kappa-maximising "
-                       f"threshold {_num(kt['threshold'])} (cross-fitted kappa {_num(kt['cross_fitted_kappa'])})")
+                       f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}{threshold}")
 
 
 def _num(value: float | None) -> str:
@@ -459,7 +460,8 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
 @click.option("--tag", "tags", multiple=True, help="Only cases with this tag (repeatable).")
 @click.option("--kind", "kinds", multiple=True,
               type=click.Choice(["unsupported_claim", "contradicted_claim", "misattributed_citation",
-                                 "invalid_citation"]), help="Only findings of this kind (repeatable).")
+                                 "invalid_citation", "awaits_person"]),
+              help="Only findings of this kind (repeatable); awaits_person: the human queue.")
 @click.option("--config", "configs", multiple=True, help="Only this system config (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSONL instead of Markdown.")
 def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs: tuple[str, ...],
@@ -647,12 +649,14 @@ def schema(name: str) -> None:
 @click.option("--double", "double_share", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Share of the batch taken from items another rater labelled.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.option("--queue-first/--no-queue-first", default=True, show_default=True,
+              help="Offer the run's human queue (items no trusted judge settled) before any sampled batch.")
 @click.option("--serve", is_flag=True, help="Serve the labelling page on 127.0.0.1 until idle.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="With --serve: port (default: a free one).")
 @click.option("--idle-minutes", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="With --serve: stop after this long without a request.")
 def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, size: int, double_share: float,
-          seed: int, serve: bool, port: int, idle_minutes: float) -> None:
+          seed: int, queue_first: bool, serve: bool, port: int, idle_minutes: float) -> None:
     """Pick items of a run for RATER to label (known selection probabilities), show the weighted
     kappa CI now and expected after the batch, and with --serve label them in the browser."""
     from rich.console import Console
@@ -663,15 +667,17 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
     from groundjudge.label.server import serve as serve_page
 
     plan = prepare_batch(run_dir, rater, labels_path=labels_path, strategy=strategy, size=size,
-                         double_share=double_share, seed=seed)
+                         double_share=double_share, seed=seed, queue_first=queue_first)
     s = plan.session
     if plan.batch is None:
         click.echo(f"{rater} has labelled every judged item of this run ({len(s.labelled)}).")
     else:
         done, total = s.current_batch_progress()
-        how = "resumed unfinished" if plan.resumed else f"new ({plan.batch.strategy}, seed {plan.batch.seed})"
+        how = ("resumed unfinished" if plan.resumed else "new (human queue)" if plan.batch.strategy == "queue"
+               else f"new ({plan.batch.strategy}, seed {plan.batch.seed})")
         click.echo(f"batch {plan.batch.batch} for {rater}: {how}, {done}/{total} labelled, "
                    f"{plan.doubles} also labelled by another rater; labels go to {s.labels_path}")
+    click.echo(plan.queue_note)
     click.echo(plan.confidence_note)
     table = Table(title="judge vs " + rater + " (weighted by inverse inclusion probability)")
     for col in ("criterion", "n", "kappa", "95% CI now", "half-width now", "expected half-width after batch"):

@@ -7,9 +7,11 @@ the gates cover; leaks in other configs are reported beside the verdict and do n
 
 Where the calibration record holds a guaranteed cut-off for the criterion (selective trust,
 ``calibrate/cascade.py``), a judge gate instead takes the share of True labels among the items
-decided by trusted verdicts, trusted escalated verdicts and human labels, and applies only when
-they cover at least ``min_coverage`` of the config's judged items; what the all-or-nothing rule
-would have said is reported beside it.
+decided by trusted verdicts, trusted escalated verdicts and human labels (an ordinal criterion:
+their mean grade), and applies only when they cover at least ``min_coverage`` of the config's
+judged items; what the all-or-nothing rule would have said is reported beside it. A criterion
+with no cut-off keeps the all-or-nothing rule, and its reason says why selective trust does not
+apply to it.
 """
 
 from __future__ import annotations
@@ -95,10 +97,10 @@ def _selective_gate(common: dict[str, Any], cascade: CriterionCascade, threshold
                                  f"{_f(cascade.coverage)} < min_coverage {rules.min_coverage}: {who}")
     level = (f"decided items agree with people >= {cascade.guaranteed:.3f} with probability >= "
              f"{1 - (cascade.guarantee_risk or 0.0):.2f}")
+    value = "mean grade of decided items" if cascade.kind == "ordinal" else "share of decided items labelled True"
     return GateResult(**common, tag=None, value=cascade.rate, n=cascade.decided, status="pass" if ok else "fail",
                       blocking=True, all_or_nothing=today,
-                      reason=f"selective trust (value: share of decided items labelled True): coverage "
-                             f"{cascade.coverage:.3f}: {who}; {level}")
+                      reason=f"selective trust (value: {value}): coverage {cascade.coverage:.3f}: {who}; {level}")
 
 
 def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConfig, rules: TrustRules,
@@ -139,12 +141,15 @@ def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConf
                     today = (f"{'would pass' if ok else 'would fail'} on all {n} verdicts (mean {_f(value)}), "
                              f"{'blocking' if t.trusted else 'advisory'}: {t.reason}")
                     results.append(_selective_gate(common, cascade, threshold, rules, today))
-                elif not t.trusted:
+                    continue
+                why = selective.all_or_nothing.get(crit.name) if selective and crit else None
+                note = f"; selective trust does not apply: {why}" if why else ""
+                if not t.trusted:
                     results.append(GateResult(**common, tag=None, value=value, n=n, status="advisory", blocking=False,
-                                              reason=f"{'would pass' if ok else 'would fail'}; {t.reason}"))
+                                              reason=f"{'would pass' if ok else 'would fail'}; {t.reason}{note}"))
                 else:
                     results.append(GateResult(**common, tag=None, value=value, n=n, status="pass" if ok else "fail",
-                                              blocking=True, reason=t.reason))
+                                              blocking=True, reason=t.reason + note))
                 continue
             source = det.breakdown["tag"].get(tag, {}) if tag else det.aggregate
             summary_d = source.get(metric)

@@ -1,16 +1,20 @@
 """Selective trust in a run: which verdicts are trusted, which go on, and who decides each item.
 
-For each binary criterion whose calibration record (for exactly this rubric, model and decoding)
-holds a guaranteed cut-off lambda, every judged item with a verdict is decided by, in order:
+For each criterion (binary or ordinal) whose calibration record (for exactly this rubric, model
+and decoding) holds a guaranteed cut-off lambda, every judged item with a verdict is decided by,
+in order:
 
 1. ``trusted``: the first judge, when its verdict confidence is at or above its lambda;
 2. ``human``: a human label from ``[inputs] labels`` (an abstained item people already labelled
    is not sent on);
 3. ``escalated``: the escalation judge, when its own record holds a lambda for the criterion and
    its verdict confidence reaches it;
-4. ``queued``: nobody yet; the item waits for a person (the human queue).
+4. ``queued``: nobody yet; the item waits for a person (the human queue), with the reason: each
+   judge that abstained, its verdict, its confidence and its lambda.
 
-A criterion without such a record keeps today's all-or-nothing rule (``calibrate/trust.py``).
+A criterion without such a record keeps today's all-or-nothing rule (``calibrate/trust.py``);
+``SelectiveTrust.all_or_nothing`` says which and why. An ordinal verdict's confidence and
+agreement are those of the exact grade (``calibrate/selective.py``); its rate is the mean grade.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import identity_hash
 from groundjudge.calibrate.selective import verdict_confidence
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, lookup
-from groundjudge.judge.results import JudgeRun
+from groundjudge.judge.results import CriterionValue, JudgeRun, Label
 
 Source = Literal["trusted", "escalated", "human", "queued"]
 SOURCES: tuple[Source, ...] = ("trusted", "escalated", "human", "queued")
@@ -52,9 +56,9 @@ class ItemDecision(_Frozen):
     case_id: str
     config_id: str
     source: Source
-    label: bool | None  # the label that decides the item (None while queued)
+    label: Label | None  # the label that decides the item (None while queued)
     confidence: float | None  # the deciding judge's verdict confidence (None for people and the queue)
-    first_label: bool | None  # what the first judge said
+    first_label: Label | None  # what the first judge said
     first_confidence: float | None
 
 
@@ -62,21 +66,39 @@ class CriterionCascade(_Frozen):
     """One criterion in one config: who decided how many items, and the rate they give."""
 
     criterion: str
+    kind: Literal["binary", "ordinal"] = "binary"
     items: int  # judged items with a verdict for this criterion
     counts: dict[str, int]  # source -> items
     decided: int
     coverage: float | None  # decided / items
-    rate: float | None  # share of decided items labelled True
+    rate: float | None  # share of decided items labelled True (ordinal: their mean grade)
     guaranteed: float | None  # agreement with people the decided items are held to (see expected_agreement)
     guarantee_risk: float | None  # the chance that guarantee fails: the sum of the judges' risks
     ppi: dict[str, Any] | None  # the rate bias-corrected by the human labels on judge-decided items
     decisions: list[ItemDecision]
 
 
+class Abstention(_Frozen):
+    """One judge that did not settle a queued item's criterion, and why."""
+
+    judge: str  # model id
+    role: Literal["first", "escalation"]
+    label: Label | None  # its verdict (None: it gave none)
+    confidence: float | None  # its verdict confidence
+    cutoff: float | None  # its lambda (None: it keeps nothing, or it has no record)
+    reason: str
+
+
+class QueueReason(_Frozen):
+    criterion: str
+    abstained: list[Abstention]
+
+
 class QueueItem(_Frozen):
     case_id: str
     config_id: str
     criteria: list[str]
+    reasons: list[QueueReason] = []
 
 
 class SelectiveTrust(_Frozen):
@@ -85,6 +107,7 @@ class SelectiveTrust(_Frozen):
     escalation_model: str | None
     per_config: dict[str, dict[str, CriterionCascade]]
     queue: list[QueueItem]
+    all_or_nothing: dict[str, str] = {}  # criterion without a cut-off -> why it keeps today's rule
 
 
 def cutoffs_for(identity: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Cutoff]:
@@ -107,18 +130,27 @@ def cutoffs_for(identity: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
     return out
 
 
-def _keeps(cut: Cutoff | None, label: Any, confidence: float | None) -> float | None:
+def _keeps(cut: Cutoff | None, label: Any, confidence: float | None, kind: str) -> float | None:
     """The verdict confidence when ``cut`` keeps the verdict, else None."""
     if cut is None or cut.cutoff is None or label is None:
         return None
-    conf = verdict_confidence(bool(label), confidence)
+    conf = verdict_confidence(label, confidence, kind)
     return conf if conf is not None and conf >= cut.cutoff else None
 
 
-def _human(humans: dict[ItemKey, ItemLabels] | None, key: ItemKey, criterion: str) -> bool | None:
+def _typed(value: Any, kind: str) -> Label:
+    return int(value) if kind == "ordinal" else bool(value)
+
+
+def _human(humans: dict[ItemKey, ItemLabels] | None, key: ItemKey, criterion: str, kind: str) -> Label | None:
     item = lookup(humans, key) if humans else None
     value = item.labels.get(criterion) if item else None
-    return None if value is None else bool(value)
+    return None if value is None else _typed(value, kind)
+
+
+def _kind(run: JudgeRun, name: str) -> str:
+    info = run.criterion(name)
+    return info.kind if info is not None else "binary"
 
 
 def to_escalate(first: JudgeRun, cutoffs: dict[str, Cutoff], humans: dict[ItemKey, ItemLabels] | None,
@@ -130,10 +162,12 @@ def to_escalate(first: JudgeRun, cutoffs: dict[str, Cutoff], humans: dict[ItemKe
             if case.status != "judged":
                 continue
             for name, cut in cutoffs.items():
+                kind = _kind(first, name)
                 value = case.criteria.get(name)
                 if value is None or value.label is None:
                     continue
-                if _keeps(cut, value.label, value.confidence) is None and _human(humans, (case_id, cfg), name) is None:
+                if (_keeps(cut, value.label, value.confidence, kind) is None
+                        and _human(humans, (case_id, cfg), name, kind) is None):
                     out.add((case_id, cfg))
     return out
 
@@ -151,63 +185,94 @@ def expected_agreement(counts: dict[str, int], first: Cutoff, escalation: Cutoff
     return level / decided
 
 
+def _abstention(judge: str, role: Literal["first", "escalation"], value: CriterionValue | None, why_none: str,
+                cut: Cutoff | None, kind: str) -> Abstention:
+    """Why ``judge`` did not settle the item: no verdict, no cut-off, or confidence below it."""
+    label = None if value is None or value.label is None else _typed(value.label, kind)
+    conf = verdict_confidence(label, value.confidence, kind) if value is not None else None
+    lam = cut.cutoff if cut is not None else None
+    if label is None:
+        reason = why_none
+    elif cut is None:
+        reason = "no calibration record with a cut-off for this criterion: its verdicts are never trusted"
+    elif lam is None:
+        reason = "its record keeps nothing (no lambda reaches the target)"
+    elif conf is None:
+        reason = f"its verdict carries no confidence (lambda {lam:g})"
+    else:
+        reason = f"verdict confidence {conf:.3f} < lambda {lam:g}"
+    return Abstention(judge=judge, role=role, label=label, confidence=conf, cutoff=lam, reason=reason)
+
+
 def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun | None = None,
            escalation_cutoffs: dict[str, Cutoff] | None = None,
            humans: dict[ItemKey, ItemLabels] | None = None) -> SelectiveTrust:
     """Who decides each judged item of each criterion with a cut-off (see the module doc)."""
     escalation_cutoffs = escalation_cutoffs or {}
     per_config: dict[str, dict[str, CriterionCascade]] = {}
-    queued: dict[ItemKey, list[str]] = {}
+    queued: dict[ItemKey, list[QueueReason]] = {}
     for cfg, section in first.per_config.items():
         per_config[cfg] = {}
         for name, cut in cutoffs.items():
+            kind = _kind(first, name)
             decisions: list[ItemDecision] = []
             for case_id, case in section.cases.items():
                 value = case.criteria.get(name) if case.status == "judged" else None
                 if value is None or value.label is None:
                     continue
                 key = (case_id, cfg)
-                common = dict(case_id=case_id, config_id=cfg, first_label=bool(value.label),
-                              first_confidence=verdict_confidence(bool(value.label), value.confidence))
-                kept = _keeps(cut, value.label, value.confidence)
-                human = _human(humans, key, name)
+                said = _typed(value.label, kind)
+                common = dict(case_id=case_id, config_id=cfg, first_label=said,
+                              first_confidence=verdict_confidence(said, value.confidence, kind))
+                kept = _keeps(cut, said, value.confidence, kind)
+                human = _human(humans, key, name, kind)
                 later = escalation.case(cfg, case_id) if escalation is not None else None
                 later_value = later.criteria.get(name) if later is not None and later.status == "judged" else None
-                later_kept = (_keeps(escalation_cutoffs.get(name), later_value.label, later_value.confidence)
+                later_kept = (_keeps(escalation_cutoffs.get(name), later_value.label, later_value.confidence, kind)
                               if later_value is not None else None)
                 if kept is not None:
-                    decisions.append(ItemDecision(**common, source="trusted", label=bool(value.label), confidence=kept))
+                    decisions.append(ItemDecision(**common, source="trusted", label=said, confidence=kept))
                 elif human is not None:
                     decisions.append(ItemDecision(**common, source="human", label=human, confidence=None))
                 elif later_kept is not None:
-                    decisions.append(ItemDecision(**common, source="escalated", label=bool(later_value.label),
+                    decisions.append(ItemDecision(**common, source="escalated", label=_typed(later_value.label, kind),
                                                   confidence=later_kept))
                 else:
                     decisions.append(ItemDecision(**common, source="queued", label=None, confidence=None))
-                    queued.setdefault(key, []).append(name)
-            per_config[cfg][name] = _summarise(name, decisions, cut, escalation_cutoffs.get(name), humans)
-    queue = [QueueItem(case_id=k[0], config_id=k[1] or "", criteria=v)
+                    abstained = [_abstention(first.identity.model, "first", value, "no verdict", cut, kind)]
+                    if escalation is not None:
+                        why = ("not judged: " + (later.reason or later.status)) if later is not None and \
+                            later.status != "judged" else "no verdict for this criterion" if later is not None \
+                            else "not sent to it"
+                        abstained.append(_abstention(escalation.identity.model, "escalation", later_value, why,
+                                                     escalation_cutoffs.get(name), kind))
+                    queued.setdefault(key, []).append(QueueReason(criterion=name, abstained=abstained))
+            per_config[cfg][name] = _summarise(name, kind, decisions, cut, escalation_cutoffs.get(name), humans)
+    queue = [QueueItem(case_id=k[0], config_id=k[1] or "", criteria=[r.criterion for r in v], reasons=v)
              for k, v in sorted(queued.items(), key=lambda kv: (kv[0][1] or "", kv[0][0]))]
+    kept_rule = {c.name: "no confidence per verdict in the calibration record (the judge gives none for it, or the "
+                         "record predates it): the all-or-nothing kappa rule applies"
+                 for c in first.criteria if c.name not in cutoffs}
     return SelectiveTrust(first=cutoffs, escalation=escalation_cutoffs,
                           escalation_model=escalation.identity.model if escalation is not None else None,
-                          per_config=per_config, queue=queue)
+                          per_config=per_config, queue=queue, all_or_nothing=kept_rule)
 
 
-def _summarise(name: str, decisions: list[ItemDecision], first: Cutoff, escalation: Cutoff | None,
+def _summarise(name: str, kind: str, decisions: list[ItemDecision], first: Cutoff, escalation: Cutoff | None,
                humans: dict[ItemKey, ItemLabels] | None) -> CriterionCascade:
     counts = {s: sum(1 for d in decisions if d.source == s) for s in SOURCES}
     decided = [d for d in decisions if d.source != "queued"]
-    labels = [float(bool(d.label)) for d in decided]
+    labels = [float(d.label) for d in decided if d.label is not None]
     by_judge = [d for d in decided if d.source in ("trusted", "escalated")]
-    pairs = [(float(bool(d.label)), float(h)) for d in by_judge
-             if (h := _human(humans, (d.case_id, d.config_id), name)) is not None]
+    pairs = [(float(d.label), float(h)) for d in by_judge if d.label is not None
+             and (h := _human(humans, (d.case_id, d.config_id), name, kind)) is not None]
     ppi = ppi_mean(labels, [p[0] for p in pairs], [p[1] for p in pairs]) if pairs else None
     # the guarantee fails if either judge's cut-off does (a union bound over the two records)
     risk = ((first.risk if counts["trusted"] else 0.0)
             + (escalation.risk if escalation is not None and counts["escalated"] else 0.0))
     return CriterionCascade(
-        criterion=name, items=len(decisions), counts=counts, decided=len(decided),
-        coverage=len(decided) / len(decisions) if decisions else None,
+        criterion=name, kind="ordinal" if kind == "ordinal" else "binary", items=len(decisions), counts=counts,
+        decided=len(decided), coverage=len(decided) / len(decisions) if decisions else None,
         rate=sum(labels) / len(labels) if labels else None,
         guaranteed=expected_agreement(counts, first, escalation), guarantee_risk=risk if decided else None,
         ppi=ppi, decisions=decisions)

@@ -87,12 +87,12 @@ def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
 
 def selective_trust(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemLabels], criterion: CriterionInfo,
                     *, target_agreement: float, risk: float, seed: int) -> dict[str, Any] | None:
-    """Reliability, the cross-fitted kappa threshold and the guaranteed cut-off of a binary
-    criterion whose verdicts carry a confidence; None for any other criterion."""
-    from groundjudge.calibrate.selective import fit_cutoff, kappa_threshold, reliability, verdict_confidence
+    """Reliability, the guaranteed cut-off and (binary criteria) the cross-fitted kappa
+    threshold of a criterion whose verdicts carry a confidence; None where none does (that
+    criterion stays on the all-or-nothing rule). Ordinal verdicts agree only on the exact grade."""
+    from groundjudge.calibrate.selective import (VERDICT_CONFIDENCE, agrees, fit_cutoff, kappa_threshold, reliability,
+                                                 verdict_confidence)
 
-    if criterion.kind != "binary":
-        return None
     rows = []
     for key, item in sorted(judge.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         other = lookup(human, key)
@@ -102,14 +102,17 @@ def selective_trust(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
         rows.append((said, item.confidence.get(criterion.name), truth))
     if not any(conf is not None for _, conf, _ in rows):
         return None
-    confidence = [verdict_confidence(bool(said), conf) for said, conf, _ in rows]
-    correct = [bool(said) == bool(truth) for said, _, truth in rows]
+    kind = criterion.kind
+    confidence = [verdict_confidence(said, conf, kind) for said, conf, _ in rows]
+    correct = [agrees(said, truth, kind) for said, _, truth in rows]
     scored = [(conf, bool(truth)) for _, conf, truth in rows if conf is not None]
     return {
-        "target_agreement": target_agreement, "risk": risk,
-        "verdict_confidence": "the judge's P(True) for a True verdict, 1 - P(True) for a False one",
+        "target_agreement": target_agreement, "risk": risk, "kind": kind,
+        "verdict_confidence": VERDICT_CONFIDENCE[kind],
         "reliability": reliability(confidence, correct).as_dict(),
-        "kappa_threshold": kappa_threshold([c for c, _ in scored], [t for _, t in scored], seed=seed),
+        # a threshold on P(True) exists only for a binary verdict
+        "kappa_threshold": kappa_threshold([c for c, _ in scored], [t for _, t in scored], seed=seed)
+        if kind == "binary" else None,
         "cutoff": fit_cutoff(confidence, correct, target_agreement=target_agreement, risk=risk).as_dict(),
     }
 

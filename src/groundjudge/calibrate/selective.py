@@ -1,6 +1,7 @@
 """Selective trust: how far a judge's confidence can be relied on, and where to cut it off.
 
-Three results per binary criterion, from the judge's confidences and the human labels:
+Three results per criterion whose verdicts carry a confidence, from those confidences and
+the human labels (the kappa threshold for binary criteria only):
 
 * a **reliability table**: verdict confidence in ten equal bins against how often the verdict
   agrees with the human, and the expected calibration error (ECE, the item-weighted mean gap);
@@ -15,8 +16,13 @@ Three results per binary criterion, from the judge's confidences and the human l
   lambda is the last one that passed. With probability at least 1 - delta over the calibration
   set, verdicts at or above lambda then agree with people at least 1 - alpha of the time.
 
-The confidence of a binary verdict is its probability of being right as the judge sees it:
+The confidence of a verdict is its probability of being right as the judge sees it. Binary:
 ``confidence`` (the judge's P(True)) for a True verdict, ``1 - confidence`` for a False one.
+Ordinal: the judge's confidence is already the probability that its grade is right (claim_check's
+``correct``: the Poisson-binomial mass of the nugget counts that give that grade, see
+``judge/scoring.py``), and an ordinal verdict **agrees with the human only on the exact grade**
+(a grade one off is a disagreement: "within one" would make a 0..3 scale agree on 3 of 4 grades
+for a middle verdict, and the judge's confidence is that of the exact grade).
 
 Cut-offs that keep fewer than ``min_kept`` items (see there) are passed over, not failed: which
 cut-offs are passed over depends on the confidences only, never on whether the judge was right,
@@ -44,12 +50,30 @@ THRESHOLDS: tuple[float, ...] = tuple(round(x, 2) for x in np.arange(0.01, 1.0, 
 NO_LAMBDA = "no lambda: the judge keeps nothing"
 
 
-def verdict_confidence(label: bool | None, confidence: float | None) -> float | None:
-    """The judge's probability that its binary verdict is right: P(True) for True, 1 - P(True)
-    for False; None when there is no verdict or no confidence."""
+ORDINAL_AGREEMENT = "the exact grade"  # what "agrees with people" means for an ordinal criterion
+VERDICT_CONFIDENCE = {
+    "binary": "the judge's P(True) for a True verdict, 1 - P(True) for a False one",
+    "ordinal": f"the judge's probability that its grade is right; agreement means {ORDINAL_AGREEMENT}",
+}
+
+
+def verdict_confidence(label: bool | int | None, confidence: float | None, kind: str = "binary") -> float | None:
+    """The judge's probability that its verdict is right: binary, P(True) for True and
+    1 - P(True) for False; ordinal, the confidence as given. None when there is no verdict or
+    no confidence."""
     if label is None or confidence is None:
         return None
+    if kind == "ordinal":
+        return float(confidence)
     return float(confidence) if label else 1.0 - float(confidence)
+
+
+def agrees(said: bool | int, truth: bool | int, kind: str = "binary") -> bool:
+    """Whether a verdict agrees with a human label: the same truth value (binary) or the same
+    grade (ordinal; see the module doc)."""
+    if kind == "ordinal":
+        return int(said) == int(truth)
+    return bool(said) == bool(truth)
 
 
 def clopper_pearson_lower(agree: int, n: int, risk: float) -> float:

@@ -88,7 +88,8 @@ class NuggetResult(_Frozen):
 
 class CriterionValue(_Frozen):
     """A criterion for one case: the label people would give, the value reports average, and
-    the judge's confidence in the label where it has one."""
+    the judge's confidence where it has one: P(True) for a binary criterion, the probability
+    that the grade given is right for an ordinal one (``scoring.grade_confidence``)."""
 
     label: Label | None
     value: float | None

@@ -68,12 +68,40 @@ def _field(criterion: Criterion, fields: Mapping[str, Any]) -> CriterionValue:
     return CriterionValue(label=raw, value=float(raw))
 
 
+def _grade_of(criterion: Criterion, share: float) -> int:
+    return sorted(criterion.labels)[sum(1 for cut in criterion.cut_points or [] if share >= cut)]
+
+
+def grade_confidence(criterion: Criterion, probabilities: Sequence[float], grade: int) -> float:
+    """The judge's own probability that ``grade`` is the grade its nugget facts imply: the count
+    of stated nuggets follows a Poisson-binomial law over each nugget's P(stated) (the nugget
+    answers taken as independent), and the grade of each count is summed where it equals
+    ``grade``.
+
+    >>> from groundjudge.judge.rubric import Criterion
+    >>> c = Criterion(name="correct", kind="ordinal", labels=[0, 1, 2, 3], description="d",
+    ...               metric="correctness", score="nugget_grade", cut_points=[0.25, 0.6, 0.95])
+    >>> round(grade_confidence(c, [0.9, 0.8], 3), 2)  # both stated: 0.9 * 0.8
+    0.72
+    """
+    counts = [1.0]  # counts[k] = P(k nuggets stated so far)
+    for p in probabilities:
+        counts = [(counts[k] if k < len(counts) else 0.0) * (1 - p) + (counts[k - 1] * p if k else 0.0)
+                  for k in range(len(counts) + 1)]
+    n = len(probabilities)
+    return float(min(1.0, sum(q for k, q in enumerate(counts) if _grade_of(criterion, k / n) == grade)))
+
+
 def _nugget_grade(criterion: Criterion, nuggets: Sequence[NuggetResult]) -> CriterionValue:
+    """The grade of the stated share; its confidence (see ``grade_confidence``) only where every
+    nugget carries a probability (an endpoint without token probabilities gives none)."""
     if not nuggets:
         return CriterionValue(label=None, value=None)
-    share = sum(1 for n in nuggets if n.stated) / len(nuggets)
-    grade = sorted(criterion.labels)[sum(1 for cut in criterion.cut_points or [] if share >= cut)]
-    return CriterionValue(label=grade, value=float(grade))
+    grade = _grade_of(criterion, sum(1 for n in nuggets if n.stated) / len(nuggets))
+    probabilities = [n.confidence for n in nuggets]
+    confidence = (grade_confidence(criterion, [float(p) for p in probabilities if p is not None], grade)
+                  if all(p is not None for p in probabilities) else None)
+    return CriterionValue(label=grade, value=float(grade), confidence=confidence)
 
 
 def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groundjudge.label.estimate import KappaEstimate
-from groundjudge.label.run_source import read_run
-from groundjudge.label.session import (PRIOR_AGREEMENT, LabelSession, agreement_estimates, draw_batch,
-                                       expected_after, open_session)
+from groundjudge.label.run_source import Key, read_run
+from groundjudge.label.session import (PRIOR_AGREEMENT, QUEUE_STRATEGY, LabelSession, agreement_estimates,
+                                       draw_batch, draw_queue_batch, expected_after, open_session,
+                                       waiting_in_queue)
 from groundjudge.label.store import BatchRecord
 from groundjudge.errors import InputError
 
@@ -25,6 +26,7 @@ class LabelPlan:
     confidence_note: str
     expected_note: str
     doubles: int  # items of the batch that another rater labelled
+    queue_note: str  # the run's human queue: how many wait for this rater, and whether this batch is theirs
 
 
 def default_labels_path(rater: str) -> Path:
@@ -42,8 +44,10 @@ def confidence_note(session: LabelSession) -> str:
 
 
 def prepare_batch(run_dir: Path, rater: str, *, labels_path: Path | None = None, strategy: str = "uncertain",
-                  size: int = 20, double_share: float = 0.2, seed: int = 0) -> LabelPlan:
-    """Resume the rater's unfinished batch, else draw (and record) a new one."""
+                  size: int = 20, double_share: float = 0.2, seed: int = 0, queue_first: bool = True) -> LabelPlan:
+    """Resume the rater's unfinished batch, else draw (and record) a new one: with
+    ``queue_first``, the run's human queue (items no trusted judge settled) before any sampled
+    batch, up to ``size`` items at a time (a ``queue`` batch, outside the sampling design)."""
     if not rater.strip():
         raise InputError.one("command line", None, "rater", "give a non-empty --rater")
     if size < 1:
@@ -55,15 +59,33 @@ def prepare_batch(run_dir: Path, rater: str, *, labels_path: Path | None = None,
     session = open_session(run, rater, path)
     current = agreement_estimates(session)
     resumed = bool(session.pending())
+    waiting = waiting_in_queue(session)
     if resumed:
         batch: BatchRecord | None = session.batches[-1]
     elif len(session.labelled) >= len(session.judged):
         batch = None
+    elif queue_first and waiting:
+        batch = draw_queue_batch(session, size=size)
     else:
         batch = draw_batch(session, strategy=strategy, size=size, double_share=double_share, seed=seed)
     expected = expected_after(session, batch, current) if batch is not None else {c: None for c in current}
     doubles = sum(1 for *_, d in batch.picks if d) if batch is not None else 0
-    expected_note = ("expected half-width: design variance of the batch under the current estimate"
-                     + ("" if session.labelled else f" (before any label: {PRIOR_AGREEMENT:.0%} judge-human "
-                                                    "agreement assumed)"))
-    return LabelPlan(session, batch, resumed, current, expected, confidence_note(session), expected_note, doubles)
+    if batch is not None and batch.strategy == QUEUE_STRATEGY:
+        expected_note = ("a queue batch is chosen, not sampled: its labels decide the queued items and join the "
+                         "weighted estimate as known items once a sampled batch is drawn after them")
+    else:
+        expected_note = ("expected half-width: design variance of the batch under the current estimate"
+                         + ("" if session.labelled else f" (before any label: {PRIOR_AGREEMENT:.0%} judge-human "
+                                                        "agreement assumed)"))
+    return LabelPlan(session, batch, resumed, current, expected, confidence_note(session), expected_note, doubles,
+                     queue_summary(session, waiting, batch))
+
+
+def queue_summary(session: LabelSession, waiting: list[Key], batch: BatchRecord | None) -> str:
+    """What the run's human queue holds for this rater, one line."""
+    if not session.run.queue:
+        return "human queue: empty (no item awaits a person, or the run had no selective trust)"
+    text = f"human queue: {len(waiting)} of {len(session.run.queue)} queued item(s) not yet labelled by {session.rater}"
+    if batch is not None and batch.strategy == QUEUE_STRATEGY:
+        text += f"; this batch is {len(batch.picks)} of them, in queue order"
+    return text

@@ -79,12 +79,45 @@ def judged_items(doc: dict[str, Any]) -> list[JudgedItem]:
 
 
 @dataclass(frozen=True)
+class QueuedItem:
+    """An item of the run's human queue: no trusted judge settled these criteria."""
+
+    key: Key
+    criteria: list[str]
+    why: str  # per criterion, which judges abstained: verdict confidence against lambda
+
+
+def queued_items(doc: dict[str, Any], judged: list[JudgedItem]) -> list[QueuedItem]:
+    """The report's human queue (``gates.selective.queue``), in its order, limited to judged
+    items; [] when the run had no selective trust."""
+    from pydantic import ValidationError
+
+    from groundjudge.calibrate.cascade import QueueItem
+    from groundjudge.report.triage import queue_why
+
+    known = {item.key for item in judged}
+    selective = (doc.get("gates") or {}).get("selective") or {}
+    out = []
+    for i, raw in enumerate(selective.get("queue") or []):
+        try:
+            q = QueueItem.model_validate(raw)
+        except ValidationError as exc:
+            raise InputError.one("report.json", None, f"gates.selective.queue[{i}]",
+                                 str(exc.errors(include_url=False)[0]["msg"])) from None
+        if (q.case_id, q.config_id) in known:
+            reasons = [r.model_dump(mode="json") for r in q.reasons]
+            out.append(QueuedItem((q.case_id, q.config_id), list(q.criteria), queue_why(reasons)))
+    return out
+
+
+@dataclass(frozen=True)
 class LabelRun:
     run_dir: Path
     report_path: Path
     report_digest: str  # sha256 of report.json: the population a batch was drawn from
     items: list[JudgedItem]
     dataset: Dataset
+    queue: list[QueuedItem] = field(default_factory=list)  # the human queue, offered first
 
 
 def read_run(run_dir: Path) -> LabelRun:
@@ -99,14 +132,16 @@ def read_run(run_dir: Path) -> LabelRun:
         raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
     try:
         items = judged_items(doc)
+        queue = queued_items(doc, items)
     except InputError as exc:
-        raise InputError.one(path, None, "judge", exc.problems[0].problem) from None
+        raise InputError.one(path, None, exc.problems[0].field or "judge", exc.problems[0].problem) from None
     inputs = doc.get("inputs") or {}
     if not inputs.get("golden") or not inputs.get("traces"):
         raise InputError.one(path, None, "inputs", "the report does not name its golden and traces files")
     traces = [t for t in str(inputs["traces"]).split(", ") if t]
     dataset, _ = load_any(inputs["golden"], traces, inputs.get("corpus") or None, inputs.get("format") or "auto")
-    return LabelRun(path.parent, path, hashlib.sha256(raw.encode("utf-8")).hexdigest(), items, dataset)
+    return LabelRun(path.parent, path, hashlib.sha256(raw.encode("utf-8")).hexdigest(), items, dataset,
+                    queue)
 
 
 def item_view(run: LabelRun, key: Key) -> dict[str, Any]:

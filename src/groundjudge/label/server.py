@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from groundjudge.contracts import HumanLabel
 from groundjudge.label.claims import split_answer
 from groundjudge.label.run_source import Key, item_view
-from groundjudge.label.session import LabelSession
+from groundjudge.label.session import QUEUE_STRATEGY, LabelSession
 from groundjudge.label.store import append_label
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
@@ -60,7 +60,8 @@ class LabelApp:
         pending = s.pending()
         item = self.item(pending[0]) if pending else None
         return {"rater": s.rater, "done": done, "total": total, "item": item,
-                "batch": s.batches[-1].batch if s.batches else None}
+                "batch": s.batches[-1].batch if s.batches else None,
+                "queue": bool(s.batches) and s.batches[-1].strategy == QUEUE_STRATEGY}
 
     def item(self, key: Key) -> dict[str, Any]:
         view = item_view(self.session.run, key)
@@ -69,8 +70,9 @@ class LabelApp:
 
     def reveal(self, key: Key) -> dict[str, Any]:
         judged = self.session.judged[key]
+        queued = next((q.why for q in self.session.run.queue if q.key == key), None)
         return {"labels": judged.labels, "confidence": judged.confidence,
-                "confidence_source": judged.confidence_source, "claims": judged.claims}
+                "confidence_source": judged.confidence_source, "claims": judged.claims, "queued_because": queued}
 
     def save(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         unknown = set(body) - LABEL_FIELDS

@@ -9,6 +9,12 @@ that order, so the labelled ones are a random subsample: their inclusion probabi
 labelled) + lambda_b / pi'`` for the batch b that picked it. A label with no batch behind it
 (typed by hand) is known, not estimated, in every batch drawn after it; given after the last
 batch, it is left out of the weighted estimate (no design covers it).
+
+The human queue (items of the run that no trusted judge settled, under selective trust) is
+offered first, as a ``queue`` batch: its items are chosen, not sampled, so a queue batch is no
+part of the design. Its labels are known items, exactly like labels typed by hand: counted with
+certainty in every sampled batch drawn after them, and left out of the weighted estimate until
+one is. The sampled batches that follow draw from the rest, so the estimate stays unbiased.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from groundjudge.label.picker import PoolItem, plan_batch
 from groundjudge.label.run_source import JudgedItem, Key, LabelRun
 from groundjudge.label.store import BatchRecord, append_batch, read_batches, read_labels
 
+QUEUE_STRATEGY = "queue"  # a batch of the run's human queue, outside the sampling design
 PRIOR_AGREEMENT = 0.8  # assumed judge-human agreement before any label exists (expected CI only)
 SPREAD_DISCOUNT = 0.5  # no confidence: a fully split claim verdict halves the chance the judge is right
 
@@ -103,29 +110,35 @@ def open_session(run: LabelRun, rater: str, labels_path: Path) -> LabelSession:
         batches, key=lambda b: b.batch), {item.key: item for item in run.items})
 
 
+def sampled_batches(batches: list[BatchRecord]) -> list[BatchRecord]:
+    """The batches of the sampling design (queue batches are not)."""
+    return [b for b in batches if b.strategy != QUEUE_STRATEGY]
+
+
 def design_weights(session: LabelSession) -> tuple[dict[Key, WeightedItem], dict[int, float] | None]:
     """Per labelled item: weight, batch and effective inclusion probability (cell left at -1)."""
     labelled_keys = [session.key_of(label) for label in session.mine]
     labelled = {k for k in labelled_keys if k is not None and k in session.judged}
-    if not session.batches:
+    batches = sampled_batches(session.batches)
+    if not batches:
         return {k: WeightedItem(-1, -1, 1.0) for k in labelled}, None
     counts: dict[int, int] = {}
-    for b in session.batches:
+    for b in batches:
         counts[b.batch] = sum(1 for q, c, _, _ in b.picks if (q, c) in labelled)
     # Mixing weights: inverse-variance-like, known before any label of the batch is seen. A
     # batch's estimate of the rest of the pool has variance ~ pool^2 / labelled, so later batches
     # (smaller pools) count for more; with one batch this is just lambda = 1.
-    precision = {b.batch: batch_precision(b, counts[b.batch]) for b in session.batches}
+    precision = {b.batch: batch_precision(b, counts[b.batch]) for b in batches}
     total = sum(counts.values())
     if total == 0:
         # batches drawn, none labelled yet: the pre-batch labels are all there is
-        first = session.batches[0].labelled_before
+        first = batches[0].labelled_before
         known = {k for k in labelled_keys[:first] if k in labelled}
         return {k: WeightedItem(-1, -1, 1.0) for k in known}, None
     lambdas = {b: p / sum(precision.values()) for b, p in precision.items()}
     weights: dict[Key, float] = {}
     design: dict[Key, tuple[int, float]] = {}
-    for b in session.batches:
+    for b in batches:
         lam = lambdas[b.batch]
         if lam == 0:
             continue
@@ -264,6 +277,39 @@ def draw_batch(session: LabelSession, *, strategy: str, size: int, double_share:
     return record
 
 
+def waiting_in_queue(session: LabelSession) -> list[Key]:
+    """The run's human queue, in its order, less what this rater has labelled."""
+    done = session.labelled
+    return [q.key for q in session.run.queue if q.key in session.judged and q.key not in done]
+
+
+def plan_queue_batch(session: LabelSession, *, size: int) -> BatchRecord | None:
+    """A ``queue`` batch of the first ``size`` queued items this rater has not labelled, shown
+    in queue order (None when there are none; not yet recorded, see ``draw_queue_batch``).
+    Refused while a batch is pending."""
+    if session.pending():
+        raise ValueError("the rater's current batch is not finished")
+    keys = waiting_in_queue(session)[:size]
+    if not keys:
+        return None
+    rows = [(q, c, 1.0, (q, c) in session.others) for q, c in keys]
+    return BatchRecord(
+        rater=session.rater, batch=(session.batches[-1].batch + 1) if session.batches else 1,
+        run=session.run.report_digest, strategy=QUEUE_STRATEGY, seed=0, double_share=0.0,
+        labelled_before=len(session.mine), picks=rows, pool=rows,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def draw_queue_batch(session: LabelSession, *, size: int) -> BatchRecord | None:
+    """Plan the queue batch and record it in the sidecar before anyone labels from it."""
+    record = plan_queue_batch(session, size=size)
+    if record is None:
+        return None
+    append_batch(session.labels_path, record)
+    session.batches.append(record)
+    return record
+
+
 def batch_precision(batch: BatchRecord, labelled: int) -> float:
     """A batch's unnormalised mixing weight: labelled count / pool size squared."""
     return labelled / max(len(batch.pool), 1) ** 2
@@ -272,9 +318,11 @@ def batch_precision(batch: BatchRecord, labelled: int) -> float:
 def expected_after(session: LabelSession, batch: BatchRecord, current: dict[str, KappaEstimate]
                    ) -> dict[str, float | None]:
     """Expected 95% CI half-width per criterion once ``batch`` is fully labelled."""
+    if batch.strategy == QUEUE_STRATEGY:  # chosen, not sampled: no design variance to predict
+        return {criterion: None for criterion in CRITERIA}
     labelled = set(session.labelled)
     precisions = {b.batch: batch_precision(b, sum(1 for q, c, _, _ in b.picks if (q, c) in labelled))
-                  for b in session.batches if b.batch != batch.batch}
+                  for b in sampled_batches(session.batches) if b.batch != batch.batch}
     new_precision = batch_precision(batch, len(batch.picks))
     out: dict[str, float | None] = {}
     for criterion in CRITERIA:

@@ -18,12 +18,22 @@ def queue_lines(doc: dict[str, Any]) -> list[str]:
         return []
     queue = selective["queue"]
     out = [f"### Human queue ({len(queue)} item(s))", "",
-           "Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label`) to "
-           "raise the gates' coverage.", ""]
-    out += [f"- `{q['case_id']}` ({q['config_id']}): {', '.join(q['criteria'])}" for q in queue[:QUEUE_SHOWN]]
+           "Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label` offers "
+           "them first; each is a `awaits_person` row of triage.jsonl) to raise the gates' coverage.", ""]
+    out += [f"- `{q['case_id']}` ({q['config_id']}): {', '.join(q['criteria'])}" + _why(q) for q in queue[:QUEUE_SHOWN]]
     if len(queue) > QUEUE_SHOWN:
         out.append(f"- … and {len(queue) - QUEUE_SHOWN} more in report.json (`gates.selective.queue`)")
     return out + [""]
+
+
+def abstention_text(a: dict[str, Any]) -> str:
+    return f"`{a['judge']}` ({a['role']}): {a['reason']}"
+
+
+def _why(item: dict[str, Any]) -> str:
+    parts = [f"{r['criterion']}: " + "; ".join(abstention_text(a) for a in r["abstained"])
+             for r in item.get("reasons") or []]
+    return (" — " + " | ".join(parts)) if parts else ""
 
 
 def _cutoff_row(judge: str, name: str, c: dict[str, Any]) -> str:
@@ -34,11 +44,13 @@ def _cutoff_row(judge: str, name: str, c: dict[str, Any]) -> str:
 
 def _figures(name: str, block: dict[str, Any]) -> list[str]:
     rel, fit, kt = block["reliability"], block["cutoff"], block["kappa_threshold"]
+    threshold = ("" if kt is None else
+                 f" Kappa-maximising threshold on P(True) {number(kt['threshold'], 2)}: cross-fitted kappa "
+                 f"{number(kt['cross_fitted_kappa'], 3)} over {kt['folds']} folds, against "
+                 f"{number(kt['kappa_at_default'], 3)} at the rubric's {kt['default']:g}.")
     out = [f"#### `{name}`: calibration figures", "",
            f"Verdict confidence: {block['verdict_confidence']}. Expected calibration error "
-           f"{number(rel['ece'], 3)} (n={rel['n']}). Kappa-maximising threshold on P(True) "
-           f"{number(kt['threshold'], 2)}: cross-fitted kappa {number(kt['cross_fitted_kappa'], 3)} over "
-           f"{kt['folds']} folds, against {number(kt['kappa_at_default'], 3)} at the rubric's {kt['default']:g}.", "",
+           f"{number(rel['ece'], 3)} (n={rel['n']}).{threshold}", "",
            "| confidence | n | mean confidence | agreement |", "|---|---|---|---|"]
     out += [f"| {b['low']:g}–{b['high']:g} | {b['n']} | {number(b['confidence'], 3)} | {number(b['agreement'], 3)} |"
             for b in rel["bins"] if b["n"]]
@@ -74,8 +86,13 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
     if selective["escalation_model"] and not selective["escalation"]:
         out.append(f"| `{selective['escalation_model']}` (escalation) | – | no calibration record for it: "
                    "its verdicts are never trusted | | | | |")
-    out += ["", "| config | criterion | items | trusted | escalated | human | queued | coverage | rate (True) | "
-            "guaranteed agreement | PPI rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, why in (selective.get("all_or_nothing") or {}).items():
+        out.append(f"| `{first_model}` | {name} | – | all-or-nothing rule: {why} | | | |")
+    out += ["", "Ordinal criteria: a verdict agrees with people only on the exact grade; their rate is the mean "
+            "grade of the decided items.", ""] if any(
+        c.get("kind") == "ordinal" for per in selective["per_config"].values() for c in per.values()) else [""]
+    out += ["| config | criterion | items | trusted | escalated | human | queued | coverage | rate (True) or "
+            "mean grade | guaranteed agreement | PPI rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for cfg, per in selective["per_config"].items():
         for name, c in per.items():
             k = c["counts"]

@@ -1,4 +1,7 @@
-"""Triage records: every unsupported or contradicted claim and every bad citation, with evidence.
+"""Triage records: every unsupported or contradicted claim and every bad citation, with evidence,
+and every item of the human queue (``awaits_person``: under selective trust, no trusted judge
+settled it; the row names the criteria and, per judge that abstained, its verdict, confidence
+and cut-off).
 
 Each record carries the case's retrieval facts (was a gold chunk retrieved, at which rank, did
 it reach the context), so "bad answer because the gold chunk was never retrieved" shows at a
@@ -14,10 +17,17 @@ from typing import Any
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
-from groundjudge.report.selective_section import queue_lines
+from groundjudge.report.selective_section import abstention_text, queue_lines
 
 CLAIM_KINDS = {"unsupported": "unsupported_claim", "contradicted": "contradicted_claim",
                "misattributed": "misattributed_citation"}
+AWAITS_PERSON = "awaits_person"
+KINDS = (*CLAIM_KINDS.values(), "invalid_citation", AWAITS_PERSON)
+
+
+def queue_why(reasons: list[dict[str, Any]]) -> str:
+    """One line: per criterion, each judge that abstained and why."""
+    return " | ".join(f"{r['criterion']}: " + "; ".join(abstention_text(a) for a in r["abstained"]) for r in reasons)
 
 
 def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str, Any]:
@@ -47,6 +57,8 @@ def _text(dataset: Dataset, config_id: str, case_id: str, chunk_id: str) -> str 
 def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     judge = doc.get("judge", {}).get("per_config", {})
+    selective = (doc.get("gates") or {}).get("selective") or {}
+    queued = {(q["config_id"], q["case_id"]): q for q in selective.get("queue") or []}
     for config_id in doc["configs"]:
         for case_id in dataset.cases:
             trace = dataset.trace(config_id, case_id)
@@ -56,6 +68,13 @@ def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]
             base = {"config_id": config_id, "case_id": case_id, "tags": case.tags, "question": case.question,
                     "answer": trace.answer}
             facts = None
+            waiting = queued.get((config_id, case_id))
+            if waiting is not None:
+                facts = retrieval_facts(dataset, config_id, case_id)
+                reasons = waiting.get("reasons") or []
+                records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
+                                "criteria": waiting["criteria"], "why": queue_why(reasons), "reasons": reasons,
+                                "retrieval": facts})
             retrieved = {c.chunk_id for c in trace.retrieved_chunks}
             context = {c.chunk_id for c in trace.context_chunks}
             for cit in trace.citations:
@@ -117,9 +136,11 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
     out = ["# Triage", ""]
     if doc is not None:
         out += trust_lines(doc) + queue_lines(doc)
-    out += [f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
+    waiting = sum(1 for r in records if r["kind"] == AWAITS_PERSON)
+    out += [f"{len(records) - waiting} finding(s): unsupported or contradicted claims, misattributed and "
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
-            "others are the judge's findings.", ""]
+            "others are the judge's findings."
+            + (f" {waiting} item(s) await a person's label (the human queue)." if waiting else ""), ""]
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
@@ -128,6 +149,10 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
         out += [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
                 f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
         for r in items:
+            if r["kind"] == AWAITS_PERSON:
+                out.append(f"- **awaits a person** ({', '.join(r['criteria'])}): no trusted judge settled it"
+                           + (f" — {r['why']}" if r["why"] else ""))
+                continue
             if r["kind"] == "invalid_citation":
                 out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
             else:

@@ -41,7 +41,8 @@ function renderProgress() {
   bar.max = Math.max(state.total, 1);
   bar.value = state.done;
   document.getElementById("progress-text").textContent =
-    state.done + " / " + state.total + " labelled in batch " + (state.batch === null ? "-" : state.batch);
+    state.done + " / " + state.total + " labelled in batch " + (state.batch === null ? "-" : state.batch) +
+    (state.queue ? " (human queue: items no trusted judge settled)" : "");
 }
 
 function chunkAnchor(index) { return "chunk-" + index; }
@@ -196,6 +197,7 @@ function renderReveal(judge) {
   let summary = "faithful: " + word(l.faithful) + ", correct: " + word(l.correct) +
     ", citations supported: " + word(l.citations_supported);
   if (judge.confidence !== null) summary += " (confidence " + judge.confidence.toFixed(2) + ", from " + judge.confidence_source + ")";
+  if (judge.queued_because) summary += ". Queued for a person: " + judge.queued_because;
   document.getElementById("judge-summary").textContent = shown(summary);
   const list = document.getElementById("judge-claims");
   clear(list);

@@ -1,0 +1,70 @@
+"""The confidence of an ordinal grade read from nugget recall: the judge's own probability that
+its grade is the one its nugget facts imply (Poisson-binomial over the nuggets' P(stated))."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from groundjudge.judge.results import NuggetResult
+from groundjudge.judge.rubric import Criterion
+from groundjudge.judge.scoring import criterion_values, grade_confidence
+
+CORRECT = Criterion(name="correct", kind="ordinal", labels=[0, 1, 2, 3], description="d", metric="correctness",
+                    score="nugget_grade", cut_points=[0.25, 0.6, 0.95])
+
+
+def grade(share: float) -> int:
+    return sum(1 for cut in (0.25, 0.6, 0.95) if share >= cut)
+
+
+def enumerated(probabilities: list[float], wanted: int) -> float:
+    """P(grade == wanted) by listing every stated/not-stated pattern of the nuggets."""
+    total = 0.0
+    for pattern in itertools.product([True, False], repeat=len(probabilities)):
+        p = float(np.prod([q if s else 1 - q for q, s in zip(probabilities, pattern)]))
+        total += p if grade(sum(pattern) / len(pattern)) == wanted else 0.0
+    return total
+
+
+@pytest.mark.parametrize("probabilities", [[0.9], [0.9, 0.2], [0.7, 0.6, 0.99, 0.05], [0.5] * 5, [1.0, 0.0, 0.3]])
+def test_the_grade_confidence_is_the_poisson_binomial_mass_of_that_grade(probabilities: list[float]) -> None:
+    masses = [grade_confidence(CORRECT, probabilities, g) for g in range(4)]
+    assert masses == pytest.approx([enumerated(probabilities, g) for g in range(4)], abs=1e-12)
+    assert sum(masses) == pytest.approx(1.0)
+
+
+def nuggets(*confidences: float | None) -> list[NuggetResult]:
+    return [NuggetResult(text=f"n{i}", stated=c is not None and c >= 0.5, confidence=c)
+            for i, c in enumerate(confidences)]
+
+
+def test_the_criterion_carries_the_confidence_of_the_grade_it_gives() -> None:
+    value = criterion_values([CORRECT], claims=[], nuggets=nuggets(0.9, 0.8, 0.3, 0.95), has_expected_answer=True)
+    c = value["correct"]
+    assert c.label == 2 and c.value == 2.0  # 3 of 4 stated: share 0.75
+    assert c.confidence == pytest.approx(enumerated([0.9, 0.8, 0.3, 0.95], 2))
+    # a nugget answered without token probabilities: the grade stands, its confidence is unknown
+    value = criterion_values([CORRECT], claims=[], nuggets=nuggets(0.9, None), has_expected_answer=True)
+    assert value["correct"].label is not None and value["correct"].confidence is None
+    assert criterion_values([CORRECT], claims=[], nuggets=[], has_expected_answer=True)["correct"].confidence is None
+
+
+def test_the_grade_confidence_is_calibrated_when_the_nugget_probabilities_are() -> None:
+    """Nuggets stated with exactly their judged probability: among grades given with confidence
+    around c, the grade is right about c of the time (what a reliability table would show)."""
+    rng = np.random.default_rng(7)
+    conf, right = [], []
+    for _ in range(6000):
+        p = rng.beta(0.6, 0.6, size=int(rng.integers(1, 6)))
+        said = grade(float(np.mean(p >= 0.5)))
+        truth = grade(float(np.mean(rng.uniform(size=p.size) < p)))
+        conf.append(grade_confidence(CORRECT, p.tolist(), said))
+        right.append(said == truth)
+    conf_a, right_a = np.array(conf), np.array(right)
+    for low in (0.3, 0.5, 0.7, 0.9):
+        band = (conf_a >= low) & (conf_a < low + 0.1)
+        assert band.sum() > 100
+        assert right_a[band].mean() == pytest.approx(conf_a[band].mean(), abs=0.05)
