@@ -1,7 +1,8 @@
 """Judge agreement with people on real RAG answers: grounded_answer v1 vs claim_check v1.
 
     .venv/bin/python benchmarks/judge_agreement.py [--n 120] [--seed 20261122] [--all]
-        [--rubrics claim_check,grounded_answer] [--cache-dir cache] [--judge-base-url URL --judge-model ID]
+        [--rubrics claim_check,claim_check/v1,grounded_answer] [--limit K] [--cache-dir cache [--cache-per-rubric]]
+        [--judge-base-url URL --judge-model ID]
 
 Data: ../shared/data/rag-faithfulness-dev (RAGTruth QA, 378 answers from six LLMs, human
 hallucination labels; never copied into the package). The sample is seeded and stratified:
@@ -110,7 +111,8 @@ def rubric_spec(spec: str) -> tuple[str, int | None, str]:
 
 def judge_rubric(spec: str, keys: list, dataset, metrics, args) -> list[dict]:
     rubric_id, version, _ = rubric_spec(spec)
-    flags = {"judge.rubric": rubric_id, "judge.rubric_version": version, "cache.dir": args.cache_dir,
+    cache_dir = args.cache_dir / spec.replace("/", "_") if args.cache_per_rubric else args.cache_dir
+    flags = {"judge.rubric": rubric_id, "judge.rubric_version": version, "cache.dir": cache_dir,
              "judge.base_url": args.judge_base_url, "judge.model": args.judge_model}
     config = api.resolve_config(None, flags, environ={})
     wanted = set(keys)
@@ -134,6 +136,7 @@ def judge_rubric(spec: str, keys: list, dataset, metrics, args) -> list[dict]:
                      "source": r.source, "label": None if value is None else value.label, "score": score,
                      "claims": len(r.claims), "requests": r.usage.requests, "seconds": r.seconds,
                      "supports": [c.confidence for c in r.claims],
+                     "verdicts": [c.verdict for c in r.claims], "spans": [[c.start, c.end] for c in r.claims],
                      **({"model_supports": [c.model_confidence for c in r.claims],
                          "unfound": [c.unfound_terms for c in r.claims]}
                         if any(c.unfound_terms is not None for c in r.claims) else {})})
@@ -202,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="then the first of --rubrics on all 378 answers")
     parser.add_argument("--limit", type=int, help="only a balanced, model-spread subset of K answers of the sample")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "cache")
+    parser.add_argument("--cache-per-rubric", action="store_true",
+                        help="a cache folder per rubric under --cache-dir (claim_check versions share questions: "
+                             "for timing each from empty)")
     parser.add_argument("--judge-base-url")
     parser.add_argument("--judge-model")
     parser.add_argument("--data", type=Path, default=DATA)
