@@ -40,7 +40,7 @@ def main() -> int:
     for line in (args.data / "labels" / "annotators.jsonl").read_text().splitlines():
         r = json.loads(line)
         spans[(r["query_id"], r["config_id"])] = [
-            {"start": s["start"], "end": s["end"], "type": s["type"]} for s in r.get("spans") or []]
+            {"start": s["start"], "end": s["end"], "type": s["label_type"]} for s in r.get("spans") or []]
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for line in args.file.read_text().splitlines():
         row = json.loads(line)

@@ -4,8 +4,9 @@
         [--seed 20261122] [--alpha 0.1] [--delta 0.1] [--splits 500] [--write-synthetic PATH --n 120]
 
 Input: one line per answer, as ``benchmarks/judge_agreement.py`` writes it (``query_id``,
-``config_id``, ``status``, ``label``: the judge's ``faithful``, ``score``: the lowest claim
-support, ``supports``: each claim's support, ``human_faithful``). Only judged answers with a
+``config_id``, ``status``, ``label``: the judge's ``faithful``, ``score``: the answer's confidence,
+its lowest claim support centred on the rubric's threshold, ``supports``: each claim's
+support, ``human_faithful``). Only judged answers with a
 label and a human label count. The verdict confidence is the lowest claim support for a
 faithful verdict and 1 minus it for an unfaithful one; an answer whose claims lack a support
 probability (or that has no claim) has no confidence and is never kept.
@@ -73,12 +74,11 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def confidence_of(row: dict[str, Any]) -> float | None:
-    """P(faithful) as the judge sees it: the lowest claim support (None without one)."""
+    """P(faithful) as the judge reports it: the answer's confidence (``score``: its lowest claim
+    support, centred on the rubric's threshold), None where a claim has no support probability."""
     supports = row.get("supports")
-    if supports is not None:
-        if not supports or any(s is None for s in supports):
-            return None
-        return float(min(supports))
+    if supports is not None and (not supports or any(s is None for s in supports)):
+        return None
     return None if row.get("score") is None else float(row["score"])
 
 
