@@ -145,3 +145,37 @@ def test_v2_cited_support_uses_the_terms_of_what_the_claim_cites(tmp_path: Path)
         ["How much leave do staff get?", CONTEXTS[1][1]]).unfound("Full-time staff get 18 days.")))
     assert ("Full-time staff get 18 days.", False) in asked  # the cited question shows leave#2 only
     assert not any(s == "Requests go to the line manager." for s, _ in asked)
+
+
+# --- through the CLI: the unfound terms reach triage, report.md and the HTML ---------------------
+
+def test_a_run_with_v2_names_the_unfound_terms_of_flagged_claims(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    def script(body: dict, index: int) -> Reply:  # unsure about everything: P(yes) 0.6
+        return Reply("Yes", top_logprobs=(yes_no(0.6),))
+
+    with ScriptedOpenAIServer(script) as srv, pytest.MonkeyPatch.context() as mp:
+        for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+            mp.delenv(var, raising=False)
+        result = CliRunner().invoke(main, [
+            "run", "--config", str(ROOT / "examples" / "groundjudge.toml"), "--judge-base-url", srv.base_url,
+            "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+            "--no-history", "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert doc["judge"]["identity"]["rubric"]["version"] == 2  # the default
+    rows = [json.loads(line) for line in (tmp_path / "out" / "triage.jsonl").read_text().splitlines()]
+    flagged = [r for r in rows if r["kind"] in ("unsupported_claim", "contradicted_claim")]
+    assert flagged, "a claim with three or more unfound terms at P(yes) 0.6 falls below 0.25"
+    for r in flagged:
+        assert len(r["unfound_terms"]) >= 2 and r["model_probability"] == pytest.approx(0.6)
+        assert r["support_probability"] == pytest.approx(0.6 * 0.7 ** len(r["unfound_terms"]))
+    sample = flagged[0]
+    assert f"not in the passages: {', '.join(sample['unfound_terms'])}" in (tmp_path / "out" / "triage.md").read_text()
+    assert "| not in the passages |" in (tmp_path / "out" / "report.md").read_text()
+    assert "not in the passages: " in (tmp_path / "out" / "report.html").read_text()
