@@ -8,7 +8,7 @@ glance.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from groundjudge.load.dataset import Dataset
@@ -96,7 +96,13 @@ def filter_records(records: Iterable[dict[str, Any]], *, tags: Iterable[str] = (
 
 
 def to_jsonl(records: Iterable[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(jsonl_lines(records))
+
+
+def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """``triage.jsonl`` line by line (a nightly run has hundreds of thousands of findings)."""
+    for r in records:
+        yield json.dumps(r, ensure_ascii=False) + "\n"
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
@@ -112,19 +118,27 @@ def _retrieval_line(facts: dict[str, Any]) -> str:
 
 def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> str:
     """Findings grouped by case; with the run's report (``doc``), the judge's trust status first."""
+    return "".join(triage_markdown_chunks(records, doc))
+
+
+def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> Iterator[str]:
+    """``render_triage_markdown`` in pieces, one case at a time."""
     out = ["# Triage", ""]
     if doc is not None:
         out += trust_lines(doc) + queue_lines(doc)
     out += [f"{len(records)} finding(s): unsupported or contradicted claims, misattributed and "
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
             "others are the judge's findings.", ""]
+    yield "\n".join(out)
+    # the records of one (config, case) are adjacent (triage_records writes them so); grouping
+    # by key rather than by adjacency keeps any other order working as before
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
     for (config_id, case_id), items in seen.items():
         first = items[0]
-        out += [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
-                f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
+        out = [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
+               f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
         for r in items:
             if r["kind"] == "invalid_citation":
                 out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
@@ -138,4 +152,4 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
                 snippet = (text or "(no text)").replace("\n", " ")
                 out.append(f"  - `{cid}`: {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
         out.append("")
-    return "\n".join(out)
+        yield "\n" + "\n".join(out)
