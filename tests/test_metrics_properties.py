@@ -154,3 +154,39 @@ def test_order_preserving_relabelling_keeps_tie_breaks(case, scores) -> None:
     scored = list(zip(ranking, scores))
     renamed = [(rename[doc], score) for doc, score in scored]
     assert [rename[doc] for doc in trec_order(scored)] == trec_order(renamed)
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "B", " ", "\t", "\n", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85",
+                                          "ﬁ", "Ä", "x"]), max_size=30))
+def test_normalize_collapses_white_space_as_the_regex_did(text: str) -> None:
+    import re
+    import unicodedata
+
+    from groundjudge.metrics.text import normalize
+
+    assert normalize(text) == re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "b", "latency_ms.e2e", "cost_usd", "c"]),
+                                st.one_of(st.none(), st.floats(-5, 5)), max_size=5), max_size=12))
+def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | None]]) -> None:
+    from groundjudge.metrics.aggregate import summarize
+    from groundjudge.metrics.operations import percentile
+
+    columns: dict[str, list[float]] = {}
+    for row in rows:  # the straightforward definition, value by value
+        for name, value in row.items():
+            columns.setdefault(name, [])
+            if value is not None:
+                columns[name].append(value)
+    expected: dict[str, dict[str, float | int | None]] = {}
+    for name, values in columns.items():
+        if name.startswith("latency_ms."):
+            for q in (50, 95, 99):
+                expected[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
+            continue
+        expected[name] = {"value": sum(values) / len(values) if values else None, "n": len(values)}
+        if name == "cost_usd":
+            expected["cost_usd.total"] = {"value": sum(values) if values else None, "n": len(values)}
+    got = summarize(iter(rows))
+    assert got == expected and list(got) == list(expected)

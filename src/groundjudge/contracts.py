@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, dataclasses, field_validator, model_validator
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -93,7 +93,25 @@ class GoldenCase(_Record):
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
 
 
-class RetrievedChunk(_Record):
+class _TraceItem:
+    """A chunk or citation of a trace: a frozen dataclass with slots, not a model. A nightly
+    set holds millions of them, and a model instance costs about eight times the memory.
+
+    Unknown fields are kept, as on every record: they go in an instance ``__dict__`` that
+    Python creates only for an item that has them (this base class has no ``__slots__``).
+    """
+
+    @property
+    def model_extra(self) -> dict[str, Any]:
+        """The unknown fields, by name (as a model's ``model_extra``)."""
+        return dict(vars(self))
+
+
+_ITEM = ConfigDict(extra="allow", str_strip_whitespace=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, config=_ITEM)
+class RetrievedChunk(_TraceItem):
     chunk_id: NonEmptyStr
     doc_id: str | None = None
     score: float | None = None
@@ -104,13 +122,15 @@ class RetrievedChunk(_Record):
     type: ContentType | None = None
 
 
-class ContextChunk(_Record):
+@dataclasses.dataclass(frozen=True, slots=True, config=_ITEM)
+class ContextChunk(_TraceItem):
     chunk_id: NonEmptyStr
     text: str | None = None
     text_hash: str | None = None
 
 
-class Citation(_Record):
+@dataclasses.dataclass(frozen=True, slots=True, config=_ITEM)
+class Citation(_TraceItem):
     chunk_id: NonEmptyStr
     offsets: Offsets | None = None
 
