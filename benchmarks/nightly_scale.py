@@ -139,10 +139,21 @@ def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
 
     config = api.resolve_config(folder / "groundjudge.toml")
     setup, stages = Stages(), Stages()
-    dataset = stages.run("load (parse + validate)", lambda: api.load_inputs(config))
-    if gc_freeze:  # as `groundjudge run` does: the loaded inputs live to the end of the process
-        gc.freeze()
+    def load() -> Any:
+        if not gc_freeze:
+            return api.load_inputs(config)
+        # as `groundjudge run` does: the loaded inputs live to the end of the process, frozen
+        # before the collector runs again
+        gc.disable()
+        try:
+            loaded = api.load_inputs(config)
+            gc.freeze()
+        finally:
+            gc.enable()
         gc.set_threshold(50_000, 20, 100)
+        return loaded
+
+    dataset = stages.run("load (parse + validate)", load)
     settings = api.metric_settings(config)
     metrics = stages.run("deterministic metrics", lambda: evaluate_dataset(dataset, settings))
     selections = stages.run("selection", lambda: api.select(config, dataset, metrics))

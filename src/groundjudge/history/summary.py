@@ -167,7 +167,7 @@ def pack_report(doc: ReportDocument) -> Packed:
 
 
 def pack_column(values: Iterable[float | None]) -> bytes:
-    return zlib.compress(array("d", (math.nan if v is None else float(v) for v in values)).tobytes(), 6)
+    return zlib.compress(array("d", [math.nan if v is None else float(v) for v in values]).tobytes(), 6)
 
 
 def unpack_ids(blob: bytes) -> list[str]:

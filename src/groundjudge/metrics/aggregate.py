@@ -23,7 +23,12 @@ PERCENTILES = (50, 95, 99)
 
 
 def summarize(rows: Iterable[dict[str, float | None]]) -> dict[str, Summary]:
-    columns = _columns(rows)
+    columns: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in row.items():
+            column = columns.setdefault(name, [])
+            if value is not None:
+                column.append(value)
     out: dict[str, Summary] = {}
     for name, values in columns.items():
         if name.startswith("latency_ms."):
@@ -34,32 +39,6 @@ def summarize(rows: Iterable[dict[str, float | None]]) -> dict[str, Summary]:
         if name == "cost_usd":
             out["cost_usd.total"] = {"value": sum(values) if values else None, "n": len(values)}
     return out
-
-
-def _columns(rows: Iterable[dict[str, float | None]]) -> dict[str, list[float]]:
-    """Metric -> its values that are not None, in row order; metrics in the order they first
-    appear. Runs of rows with the same metrics (normally all of them) are turned into columns
-    with one ``zip``: a nightly run summarises millions of values."""
-    columns: dict[str, list[float]] = {}
-    names: tuple[str, ...] = ()
-    block: list[tuple[float | None, ...]] = []
-
-    def flush() -> None:
-        for name, column in zip(names, zip(*block)):
-            kept = [v for v in column if v is not None]
-            if name in columns:
-                columns[name] += kept
-            else:
-                columns[name] = kept
-
-    for row in rows:
-        keys = tuple(row)
-        if keys != names:
-            flush()
-            names, block = keys, []
-        block.append(tuple(row.values()))
-    flush()
-    return columns
 
 
 def _grouped(

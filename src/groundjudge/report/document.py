@@ -159,10 +159,13 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
     )
 
 
+_JSON_FLOAT = {float, type(None)}
+
+
 def _floats(values: dict[str, float | None]) -> dict[str, float | None]:
     """The values as the document's ``float | None`` type holds them (an int or bool becomes a
     float, as validation would make it); the same mapping when they are already."""
-    if all(v is None or type(v) is float for v in values.values()):
+    if set(map(type, values.values())) <= _JSON_FLOAT:
         return values
     return {k: None if v is None else float(v) for k, v in values.items()}
 
