@@ -47,7 +47,7 @@ class BehaviorRules:
             return "abstain"
         folded = strip_accents(normalize(answer))
         for behavior, phrases in self._folded:
-            if any(p in folded for p in phrases):
+            if any(map(folded.__contains__, phrases)):  # map: no Python frame per phrase
                 return behavior  # type: ignore[return-value]
         return "answer"
 

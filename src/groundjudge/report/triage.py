@@ -101,8 +101,9 @@ def to_jsonl(records: Iterable[dict[str, Any]]) -> str:
 
 def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     """``triage.jsonl`` line by line (a nightly run has hundreds of thousands of findings)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(r, ensure_ascii=False) makes per call
     for r in records:
-        yield json.dumps(r, ensure_ascii=False) + "\n"
+        yield encode(r) + "\n"
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
