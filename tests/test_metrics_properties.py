@@ -199,3 +199,37 @@ def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | Non
 
     got, expected = summarize(iter(rows)), reference_summary(rows)
     assert got == expected and list(got) == list(expected)
+
+
+@given(ROWS, ROWS, st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),
+                                      st.sampled_from([None, "easy", "hard"]),
+                                      st.lists(st.sampled_from(["prose", "table"]), max_size=2)), min_size=12, max_size=12))
+def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(rows: list[dict[str, float | None]],
+                                                                    more: list[dict[str, float | None]],
+                                                                    groups: list[tuple[list[str], str | None, list[str]]],
+                                                                    ) -> None:
+    """One pass fills every group (a case in two groups counts in both, a repeated tag twice);
+    pooled columns equal reading every row again."""
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.metrics.aggregate import breakdowns, columns_of, pooled, summaries
+    from groundjudge.metrics.case import CaseMetrics
+
+    cases = {f"c{i}": GoldenCase(id=f"c{i}", question="q", tags=tags, difficulty=level)
+             for i, (tags, level, _) in enumerate(groups)}
+    results = [CaseMetrics(f"c{i}", "cfg", row, "answer", [], groups[i][2]) for i, row in enumerate(rows)]
+
+    def by(key):  # the definition: the group's rows, then their summary
+        found: dict[str, list[dict[str, float | None]]] = {}
+        for r in results:
+            for k in key(r):
+                found.setdefault(k, []).append(r.values)
+        return {k: reference_summary(v) for k, v in sorted(found.items())}
+
+    expected = {"tag": by(lambda r: cases[r.case_id].tags or ["(untagged)"]),
+                "difficulty": by(lambda r: [cases[r.case_id].difficulty or "(unset)"]),
+                "content_type": by(lambda r: r.content_types or ["(unknown)"])}
+    got = breakdowns(results, cases)
+    assert got == expected
+    assert all(list(got[k][g]) == list(expected[k][g]) for k in got for g in got[k])
+    both = summaries(pooled([columns_of(rows), columns_of(more)]))
+    assert both == reference_summary(rows + more) and list(both) == list(reference_summary(rows + more))
