@@ -13,7 +13,20 @@ Usage (from the worktree root):
   PYTHONPATH=src python benchmarks/nightly_scale.py --cases 100000 --json benchmarks/results/nightly_scale.json
 
 The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cases under 60 s
-and under 2 GiB on this 2-core machine.
+and under 2 GiB on this 2-core machine. Add ``--src OTHER/src`` to measure another checkout on
+the same data (a before/after in one session).
+
+Last measured (22 Nov 2026, 100,000 x 2, load average 2.2-3.2 from a neighbour; details, the
+memory, what was tried and what remains in results/nightly_scale_README.md):
+
+  stage                                  fe0ec84    now
+  load (parse + validate)                 10.1 s    9.4 s
+  deterministic metrics                   25.3 s   19.9 s
+  selection                                4.2 s    3.7 s
+  judge pass (every verdict cached)       19.4 s   15.3 s
+  reports + history append                37.9 s   21.7 s
+  cached re-run, `groundjudge run`       107.8 s   79.0 s    (goal 60 s: not met)
+  its peak RSS                           9406 MB  4985 MB    (goal 2048 MB: not met)
 """
 
 from __future__ import annotations
