@@ -201,13 +201,16 @@ def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | Non
     assert got == expected and list(got) == list(expected)
 
 
-@given(ROWS, ROWS, st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),
-                                      st.sampled_from([None, "easy", "hard"]),
-                                      st.lists(st.sampled_from(["prose", "table"]), max_size=2)), min_size=12, max_size=12))
-def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(rows: list[dict[str, float | None]],
-                                                                    more: list[dict[str, float | None]],
-                                                                    groups: list[tuple[list[str], str | None, list[str]]],
-                                                                    ) -> None:
+GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),  # tags (repeats too)
+                            st.sampled_from([None, "easy", "hard"]),  # difficulty
+                            st.lists(st.sampled_from(["prose", "table"]), max_size=2)),  # content types
+                  min_size=12, max_size=12)
+
+
+@given(ROWS, ROWS, GROUPS)
+def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
+        rows: list[dict[str, float | None]], more: list[dict[str, float | None]],
+        groups: list[tuple[list[str], str | None, list[str]]]) -> None:
     """One pass fills every group (a case in two groups counts in both, a repeated tag twice);
     pooled columns equal reading every row again."""
     from groundjudge.contracts import GoldenCase

@@ -131,8 +131,7 @@ def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | 
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
             "others are the judge's findings.", ""]
     yield "\n".join(out)
-    # the records of one (config, case) are adjacent (triage_records writes them so); grouping
-    # by key rather than by adjacency keeps any other order working as before
+    # grouped by (config, case) in the order each first appears, as before; one case at a time out
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
