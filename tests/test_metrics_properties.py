@@ -154,3 +154,85 @@ def test_order_preserving_relabelling_keeps_tie_breaks(case, scores) -> None:
     scored = list(zip(ranking, scores))
     renamed = [(rename[doc], score) for doc, score in scored]
     assert [rename[doc] for doc in trec_order(scored)] == trec_order(renamed)
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "B", " ", "\t", "\n", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85",
+                                          "ﬁ", "Ä", "x"]), max_size=30))
+def test_normalize_collapses_white_space_as_the_regex_did(text: str) -> None:
+    import re
+    import unicodedata
+
+    from groundjudge.metrics.text import normalize
+
+    assert normalize(text) == re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def reference_summary(rows: list[dict[str, float | None]]) -> dict[str, dict[str, float | int | None]]:
+    """Summaries as first written, value by value: what the column-wise version must equal."""
+    from groundjudge.metrics.operations import percentile
+
+    columns: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in row.items():
+            columns.setdefault(name, [])
+            if value is not None:
+                columns[name].append(value)
+    expected: dict[str, dict[str, float | int | None]] = {}
+    for name, values in columns.items():
+        if name.startswith("latency_ms."):
+            for q in (50, 95, 99):
+                expected[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
+            continue
+        expected[name] = {"value": sum(values) / len(values) if values else None, "n": len(values)}
+        if name == "cost_usd":
+            expected["cost_usd.total"] = {"value": sum(values) if values else None, "n": len(values)}
+    return expected
+
+
+ROWS = st.lists(st.dictionaries(st.sampled_from(["a", "b", "latency_ms.e2e", "cost_usd", "c"]),
+                                st.one_of(st.none(), st.floats(-5, 5)), max_size=5), max_size=12)
+
+
+@given(ROWS)
+def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | None]]) -> None:
+    from groundjudge.metrics.aggregate import summarize
+
+    got, expected = summarize(iter(rows)), reference_summary(rows)
+    assert got == expected and list(got) == list(expected)
+
+
+GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),  # tags (repeats too)
+                            st.sampled_from([None, "easy", "hard"]),  # difficulty
+                            st.lists(st.sampled_from(["prose", "table"]), max_size=2)),  # content types
+                  min_size=12, max_size=12)
+
+
+@given(ROWS, ROWS, GROUPS)
+def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
+        rows: list[dict[str, float | None]], more: list[dict[str, float | None]],
+        groups: list[tuple[list[str], str | None, list[str]]]) -> None:
+    """One pass fills every group (a case in two groups counts in both, a repeated tag twice);
+    pooled columns equal reading every row again."""
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.metrics.aggregate import breakdowns, columns_of, pooled, summaries
+    from groundjudge.metrics.case import CaseMetrics
+
+    cases = {f"c{i}": GoldenCase(id=f"c{i}", question="q", tags=tags, difficulty=level)
+             for i, (tags, level, _) in enumerate(groups)}
+    results = [CaseMetrics(f"c{i}", "cfg", row, "answer", [], groups[i][2]) for i, row in enumerate(rows)]
+
+    def by(key):  # the definition: the group's rows, then their summary
+        found: dict[str, list[dict[str, float | None]]] = {}
+        for r in results:
+            for k in key(r):
+                found.setdefault(k, []).append(r.values)
+        return {k: reference_summary(v) for k, v in sorted(found.items())}
+
+    expected = {"tag": by(lambda r: cases[r.case_id].tags or ["(untagged)"]),
+                "difficulty": by(lambda r: [cases[r.case_id].difficulty or "(unset)"]),
+                "content_type": by(lambda r: r.content_types or ["(unknown)"])}
+    got = breakdowns(results, cases)
+    assert got == expected
+    assert all(list(got[k][g]) == list(expected[k][g]) for k in got for g in got[k])
+    both = summaries(pooled([columns_of(rows), columns_of(more)]))
+    assert both == reference_summary(rows + more) and list(both) == list(reference_summary(rows + more))

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from groundjudge.cli import main
 from tests.support.judge_replies import verdict_for_request
-from tests.support.openai_server import ScriptedOpenAIServer
+from tests.support.openai_server import DEFAULT_MODEL, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "groundjudge.toml"
@@ -195,3 +195,42 @@ def test_the_judges_trust_status_comes_first_where_its_findings_are_read(run_dir
     cases = html[html.index('id="cases"'):]
     assert "Judge untrusted: its findings are advisory" in cases
     assert "judge untrusted, findings advisory" in cases  # beside each case's claims
+
+
+def test_history_packs_a_report_without_copying_its_rows(run_dir):
+    from groundjudge.history.summary import pack, pack_report, per_case_values
+    from groundjudge.report.document import ReportDocument
+
+    doc = ReportDocument.model_validate_json((run_dir / "out" / "report.json").read_text())
+    assert pack_report(doc) == pack(per_case_values(doc))
+    assert any(doc.judge.per_config[c].cases for c in doc.per_config)  # the judge's columns are in it
+
+
+def test_a_large_run_writes_the_same_report_compact_and_in_pieces(run_dir, tmp_path, monkeypatch):
+    """Above api.COMPACT_JSON_ABOVE pairs report.json is one compact line written piece by piece:
+    the same document as the indented one (every verdict comes from the first run's cache)."""
+    from groundjudge import api
+
+    monkeypatch.setattr(api, "COMPACT_JSON_ABOVE", 0)
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    result = CliRunner().invoke(main, [
+        "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", "http://127.0.0.1:9/v1",
+        "--judge-model", DEFAULT_MODEL, "--cache-dir", str(run_dir / "cache"), "--out", str(tmp_path / "out"),
+        "--quiet", "--no-history"])
+    assert result.exit_code in (0, 1), result.output
+    compact = (tmp_path / "out" / "report.json").read_text()
+    indented = (run_dir / "out" / "report.json").read_text()
+    assert compact.count("\n") == 1 and indented.count("\n") > 1
+
+    def comparable(text: str) -> dict:
+        doc = json.loads(text)  # less what differs between a run that called and one that read the cache
+        for key in ("base_url", "totals", "cache"):
+            doc["judge"].pop(key)
+        for section in doc["judge"]["per_config"].values():
+            for case in section["cases"].values():
+                for key in ("seconds", "source", "usage"):
+                    case.pop(key)
+        return doc
+
+    assert comparable(compact) == comparable(indented)

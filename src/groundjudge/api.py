@@ -313,12 +313,12 @@ def record_history(result: RunResult, document: Any, out_dir: str | Path, path: 
     """Append the run to the history at ``path``; returns the trend chart's data for the gated
     config over the last ``[output] trend_runs`` runs."""
     from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
-    from groundjudge.history.summary import pack, per_case_values
+    from groundjudge.history.summary import pack_report
 
     inputs = result.config.inputs
     store = HistoryStore(path)
     summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir)
-    run_id = store.append(summary, pack(per_case_values(document)))
+    run_id = store.append(summary, pack_report(document))
     config = (result.gates.gated_configs or list(summary.configs))[-1]
     last = result.config.output.trend_runs
     metrics = (default_metrics(store.get(run_id), config, prefer=list(result.config.gates.metrics))
@@ -332,7 +332,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them). With ``history``, the run is
     appended to that history first and the HTML shows its trend. Returns report.json's content."""
-    from groundjudge.files import write_json_atomic, write_text_atomic
+    from groundjudge.files import write_chunks_atomic, write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -340,7 +340,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     from groundjudge.report.junit import junit_xml
     from groundjudge.report.markdown import render_markdown
     from groundjudge.report.selective_section import render_selective_markdown
-    from groundjudge.report.triage import render_triage_markdown, to_jsonl, triage_records
+    from groundjudge.report.triage import jsonl_lines, triage_markdown_chunks, triage_records
 
     out_dir = Path(out_dir)
     typed = report_document(result)
@@ -356,8 +356,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
     write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
     write_text_atomic(out_dir / "report.md", text)
-    write_text_atomic(out_dir / "triage.jsonl", to_jsonl(triage))
-    write_text_atomic(out_dir / "triage.md", render_triage_markdown(triage, doc))
+    write_chunks_atomic(out_dir / "triage.jsonl", jsonl_lines(triage))
+    write_chunks_atomic(out_dir / "triage.md", triage_markdown_chunks(triage, doc))
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))

@@ -195,12 +195,19 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     from groundjudge.progress import JudgeProgress
 
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
-    dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
-    own = api.profile_report(config, profile) if profile else None
     # The inputs live until the process ends: keep the collector from walking their millions of
-    # objects again at every full collection, and collect young objects less often (records
-    # and verdicts are made by the hundred thousand and hold no cycles).
-    gc.freeze()
+    # objects again at every full collection (frozen before the collector runs again: its first
+    # collection would otherwise walk all of them once), and collect young objects less often
+    # (records and verdicts are made by the hundred thousand and hold no cycles).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+        own = api.profile_report(config, profile) if profile else None
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
     gc.set_threshold(50_000, 20, 100)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:

@@ -1,14 +1,18 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
-All records are frozen pydantic models. Unknown fields are kept (``extra="allow"``)
-so that a team's own annotations travel through to the reports untouched.
+All records are frozen pydantic models, except a trace's chunks and citations: frozen dataclasses
+with slots, validated by pydantic the same way (a nightly set holds millions of them). Unknown
+fields are kept (``extra="allow"``) so that a team's own annotations travel through to the
+reports untouched.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -93,7 +97,39 @@ class GoldenCase(_Record):
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
 
 
-class RetrievedChunk(_Record):
+class _TraceItem:
+    """A chunk or citation of a trace: a frozen dataclass with slots, not a model. A nightly
+    set holds millions of them, and a model instance costs about eight times the memory.
+
+    Unknown fields are kept, as on every record: they go in an instance ``__dict__`` that
+    Python creates only for an item that has them (this base class has no ``__slots__``).
+    """
+
+    @property
+    def model_extra(self) -> dict[str, Any]:
+        """The unknown fields, by name (as a model's ``model_extra``)."""
+        return dict(vars(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy: the slotted fields and the unknown fields both (the dataclass's own
+        # state covers the slots only)
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return _rebuild_item, (type(self), values, dict(vars(self)))
+
+
+def _rebuild_item(cls: type[_TraceItem], values: dict[str, Any], extra: dict[str, Any]) -> _TraceItem:
+    item = object.__new__(cls)
+    for name, value in values.items():
+        object.__setattr__(item, name, value)
+    vars(item).update(extra)
+    return item
+
+
+_ITEM = ConfigDict(extra="allow", str_strip_whitespace=False)
+
+
+@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
+class RetrievedChunk(_TraceItem):
     chunk_id: NonEmptyStr
     doc_id: str | None = None
     score: float | None = None
@@ -104,13 +140,15 @@ class RetrievedChunk(_Record):
     type: ContentType | None = None
 
 
-class ContextChunk(_Record):
+@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
+class ContextChunk(_TraceItem):
     chunk_id: NonEmptyStr
     text: str | None = None
     text_hash: str | None = None
 
 
-class Citation(_Record):
+@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
+class Citation(_TraceItem):
     chunk_id: NonEmptyStr
     offsets: Offsets | None = None
 

@@ -19,7 +19,7 @@ from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
 from groundjudge.judge.render import JudgeItem, render_messages
-from groundjudge.judge.results import CaseJudgement, ClaimResult, NuggetResult, Status, Usage
+from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
@@ -66,7 +66,7 @@ class _Pending:
     judge_reason: str | None = None
     raw: str | None = None
     cache_key: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default=Usage())  # frozen: one shared zero for the (many) items that cost nothing
     seconds: float = 0.0
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
@@ -83,6 +83,25 @@ class _Pending:
 def claims_of(verdict: Any) -> list[ClaimResult]:
     return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
                         klass=c.triage_class) for c in verdict.claims]
+
+
+_VALUES: dict[tuple[Any, ...], CriterionValue] = {}
+
+
+def _shared(values: dict[str, CriterionValue]) -> dict[str, CriterionValue]:
+    """The same (frozen) criterion value object for equal values: a nightly run holds hundreds
+    of thousands of verdicts, and their criterion values come from a handful of shares."""
+    out = {}
+    for name, value in values.items():
+        key = (type(value.label), value.label, type(value.value), value.value, type(value.confidence), value.confidence)
+        shared = _VALUES.get(key)
+        if shared is None:
+            if len(_VALUES) >= 10_000:
+                out[name] = value
+                continue
+            shared = _VALUES[key] = value
+        out[name] = shared
+    return out
 
 
 class _NotSent(Exception):
@@ -153,7 +172,7 @@ class JudgeEngine:
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))
-        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, values
+        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, _shared(values)
         out.judge_reason = verdict.reason
 
     def _account(self, out: _Pending, result: CallResult | None, requests: int) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
@@ -78,9 +78,23 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def extract_json(raw: str) -> dict:
-    """Lenient extraction: the whole text, else a fenced block, else the first balanced object."""
-    candidates = [raw.strip()]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(raw)]
+    """Lenient extraction: the whole text, else a fenced block, else the first balanced object.
+    Each candidate is looked for only when the ones before it did not parse (a well-formed reply,
+    the usual case, is read in one ``json.loads``)."""
+    for text in _candidates(raw):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise VerdictError("the reply is not a JSON object (it may be cut off)")
+
+
+def _candidates(raw: str) -> Iterator[str]:
+    yield raw.strip()
+    for m in _FENCE.finditer(raw):
+        yield m.group(1).strip()
     start = raw.find("{")
     if start >= 0:
         depth, in_str, escaped = 0, False, False
@@ -101,16 +115,8 @@ def extract_json(raw: str) -> dict:
             elif ch == "}":
                 depth -= 1
                 if depth == 0:
-                    candidates.append(raw[start:i + 1])
-                    break
-    for text in candidates:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise VerdictError("the reply is not a JSON object (it may be cut off)")
+                    yield raw[start:i + 1]
+                    return
 
 
 def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.metrics.text import normalize, strip_accents
@@ -46,12 +46,18 @@ class BehaviorRules:
         if self.refusal_token is not None and answer.strip() == self.refusal_token:
             return "abstain"
         folded = strip_accents(normalize(answer))
-        # Permission refusals are checked first: they often also say "cannot find".
-        for behavior in ("permission_denied", "abstain", "escalate"):
-            for phrases in self.phrases.get(behavior, {}).values():
-                if any(_fold(p) in folded for p in phrases):
-                    return behavior  # type: ignore[return-value]
+        for behavior, phrases in self._folded:
+            if any(map(folded.__contains__, phrases)):  # map: no Python frame per phrase
+                return behavior  # type: ignore[return-value]
         return "answer"
+
+    @cached_property
+    def _folded(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each behaviour's phrases of every locale, folded once per rules, not once per answer.
+        Permission refusals are checked first: they often also say "cannot find"."""
+        return tuple((behavior, tuple(_fold(p) for phrases in self.phrases.get(behavior, {}).values()
+                                      for p in phrases))
+                     for behavior in ("permission_denied", "abstain", "escalate"))
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from groundjudge.load.dataset import Dataset
-from groundjudge.metrics.aggregate import Summary, breakdowns, summarize
+from groundjudge.metrics.aggregate import Summary, breakdowns, columns_of, pooled, summaries
 from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
 
 
@@ -36,6 +36,7 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -
     """Score every (case, config) that has a trace. Cases without one are in ``dataset.missing_trace``."""
     settings = settings or MetricSettings()
     configs: dict[str, ConfigMetrics] = {}
+    parts: list[dict[str, list[float]]] = []
     for config_id, per_case in dataset.traces.items():
         rows = []
         for case_id, case in dataset.cases.items():
@@ -44,8 +45,8 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -
                 continue
             paraphrases = [t for i, t in sorted(variants.items()) if i != 0]
             rows.append(compute_case(case, variants[0], dataset.corpus, settings, paraphrases))
-        configs[config_id] = ConfigMetrics(
-            config_id, rows, summarize(r.values for r in rows), breakdowns(rows, dataset.cases)
-        )
-    overall = summarize(r.values for cfg in configs.values() for r in cfg.cases)
+        columns = columns_of(r.values for r in rows)
+        parts.append(columns)
+        configs[config_id] = ConfigMetrics(config_id, rows, summaries(columns), breakdowns(rows, dataset.cases))
+    overall = summaries(pooled(parts))  # every config's rows, one config after the other
     return MetricsRun(configs, overall)

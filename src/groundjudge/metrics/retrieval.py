@@ -47,6 +47,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from numbers import Integral
 from operator import itemgetter
 
@@ -408,11 +409,23 @@ def _means(
     return means
 
 
+@lru_cache(maxsize=64)
 def _keys(ks: tuple[int, ...]) -> tuple[str, ...]:
     return tuple(f"{name}@{k}" for name in _CUT_METRICS for k in ks) + _UNCUT_METRICS
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    if type(ks) is tuple and all(type(k) is int and k >= 1 for k in ks):  # the usual, quick case
+        return _unique(ks)
+    return _checked_ks(ks)
+
+
+@lru_cache(maxsize=64)
+def _unique(ks: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(ks))
+
+
+def _checked_ks(ks: Sequence[int]) -> tuple[int, ...]:
     if isinstance(ks, (str, bytes)) or not all(
         isinstance(k, Integral) and not isinstance(k, bool) and k >= 1 for k in ks
     ):

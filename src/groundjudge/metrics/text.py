@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
-
-_SPACES = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
     """NFKC, case-folded, white space collapsed: the form string checks compare in."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    # str.split() splits on exactly the characters a regex \s matches (str.isspace), several
+    # times faster than re.sub(r"\s+", " ", ...).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def strip_accents(text: str) -> str:

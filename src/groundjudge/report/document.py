@@ -130,18 +130,22 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
             for trace in variants.values():
                 for key, value in trace.versions.items():
                     versions.setdefault(key, set()).add(value)
-        per_config[cfg_id] = ConfigMetrics(
+        small = ConfigMetrics(
             versions={key: sorted(values) for key, values in sorted(versions.items())},
             aggregate=_summaries(cfg.aggregate),
             by_tag={g: _summaries(v) for g, v in cfg.breakdown["tag"].items()},
             by_difficulty={g: _summaries(v) for g, v in cfg.breakdown["difficulty"].items()},
             by_content_type={g: _summaries(v) for g, v in cfg.breakdown["content_type"].items()},
-            per_case={c.case_id: c.values for c in cfg.cases},
-            case_details={c.case_id: CaseDetail(
+            per_case={}, case_details={})
+        # The per-case parts are built from typed records already: not validated again, and the
+        # metric values are the metrics stage's own mappings, not copies (nightly runs hold
+        # hundreds of thousands of them).
+        per_config[cfg_id] = small.model_copy(update={
+            "per_case": {c.case_id: _floats(c.values) for c in cfg.cases},
+            "case_details": {c.case_id: CaseDetail.model_construct(
                 observed_behavior=c.behavior, expected_behavior=dataset.cases[c.case_id].expected_behavior,
-                acl_leaks=[asdict(leak) for leak in c.acl_leaks], content_types=c.content_types)
-                for c in cfg.cases},
-        )
+                acl_leaks=[asdict(leak) for leak in c.acl_leaks] if c.acl_leaks else [],
+                content_types=c.content_types) for c in cfg.cases}})
     return MetricsDocument(
         provenance=Provenance.model_validate(provenance()), inputs=dataset.sources,
         settings=MetricsSettings(ks=list(settings.ks), offset_window_bytes=settings.offset_window,
@@ -155,6 +159,28 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
     )
 
 
+_JSON_FLOAT = {float, type(None)}
+
+
+def _floats(values: dict[str, float | None]) -> dict[str, float | None]:
+    """The values as the document's ``float | None`` type holds them (an int or bool becomes a
+    float, as validation would make it); the same mapping when they are already."""
+    if set(map(type, values.values())) <= _JSON_FLOAT:
+        return values
+    return {k: None if v is None else float(v) for k, v in values.items()}
+
+
 def as_json_dict(document: BaseModel) -> dict[str, Any]:
-    """The document as written to disk (claim classes under their JSON name ``class``)."""
-    return document.model_dump(mode="json", by_alias=True, exclude_none=False)
+    """The document as written to disk (claim classes under their JSON name ``class``). The
+    per-case metric values are the document's own mappings (JSON already), not copies."""
+    if not isinstance(document, MetricsDocument):
+        return document.model_dump(mode="json", by_alias=True, exclude_none=False)
+    exclude: dict[str, Any] = {"per_case": True, "per_config": {cfg: {"per_case"} for cfg in document.per_config}}
+    dumped = document.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=exclude)
+    per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=section.per_case)
+                  for cfg, section in document.per_config.items()}
+    return _in_field_order(type(document), dumped, per_config=per_config, per_case=document.per_case)
+
+
+def _in_field_order(model: type[BaseModel], dumped: dict[str, Any], **put: Any) -> dict[str, Any]:
+    return {name: put[name] if name in put else dumped[name] for name in model.model_fields}

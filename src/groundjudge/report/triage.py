@@ -11,7 +11,7 @@ glance.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from groundjudge.load.dataset import Dataset
@@ -117,7 +117,14 @@ def filter_records(records: Iterable[dict[str, Any]], *, tags: Iterable[str] = (
 
 
 def to_jsonl(records: Iterable[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(jsonl_lines(records))
+
+
+def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """``triage.jsonl`` line by line (a nightly run has hundreds of thousands of findings)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(r, ensure_ascii=False) makes per call
+    for r in records:
+        yield encode(r) + "\n"
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
@@ -133,6 +140,11 @@ def _retrieval_line(facts: dict[str, Any]) -> str:
 
 def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> str:
     """Findings grouped by case; with the run's report (``doc``), the judge's trust status first."""
+    return "".join(triage_markdown_chunks(records, doc))
+
+
+def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> Iterator[str]:
+    """``render_triage_markdown`` in pieces, one case at a time."""
     out = ["# Triage", ""]
     if doc is not None:
         out += trust_lines(doc) + queue_lines(doc)
@@ -141,13 +153,15 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
             "others are the judge's findings."
             + (f" {waiting} item(s) await a person's label (the human queue)." if waiting else ""), ""]
+    yield "\n".join(out)
+    # grouped by (config, case) in the order each first appears, as before; one case at a time out
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         seen.setdefault((r["config_id"], r["case_id"]), []).append(r)
     for (config_id, case_id), items in seen.items():
         first = items[0]
-        out += [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
-                f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
+        out = [f"## `{case_id}` ({config_id})", "", f"**Question:** {first['question']}", "",
+               f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
         for r in items:
             if r["kind"] == AWAITS_PERSON:
                 out.append(f"- **awaits a person** ({', '.join(r['criteria'])}): no trusted judge settled it"
@@ -166,4 +180,4 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
                 snippet = (text or "(no text)").replace("\n", " ")
                 out.append(f"  - `{cid}`: {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
         out.append("")
-    return "\n".join(out)
+        yield "\n" + "\n".join(out)
