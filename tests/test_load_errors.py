@@ -78,3 +78,21 @@ def test_missing_trace_and_missing_text_are_counted_not_dropped(tmp_path, mini):
     ds = load_dataset(mini / "golden.jsonl", [traces], mini / "corpus.jsonl")
     assert ds.missing_trace == {"base": ["c2", "c3", "c4"]}
     assert ds.missing_text == {"base/c1": ["ghost#9"]}
+
+
+def test_line_separators_inside_json_strings_do_not_split_a_record(tmp_path):
+    # JSON allows U+2028, U+2029 and U+0085 raw inside strings; str.splitlines() would cut the
+    # record there. A CRLF file reads the same, and a bad record is still named by its line.
+    golden = tmp_path / "g.jsonl"
+    golden.write_text('{"id": "a", "question": "first\u2028second\u0085third\u2029end"}\r\n'
+                      '{"id": "b", "question": "q"}\r\n', encoding="utf-8", newline="")
+    from groundjudge.load.records import read_records
+    from groundjudge.contracts import GoldenCase
+
+    records = read_records(golden, GoldenCase)
+    assert [(line, case.id) for line, case in records] == [(1, "a"), (2, "b")]
+    assert records[0][1].question == "first\u2028second\u0085third\u2029end"
+    golden.write_text('{"id": "a", "question": "x\u2028y"}\n{"id": "b", "question": 3}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(golden), "--traces", str(OK_TRACES),
+                                       "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "g.jsonl:2: question:" in result.stderr

@@ -474,6 +474,7 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
 def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs: tuple[str, ...],
            as_json: bool) -> None:
     """Show a run's unsupported claims and bad citations, filtered."""
+    from groundjudge.files import jsonl_lines
     from groundjudge.load.records import read_text
     from groundjudge.report.triage import filter_records, render_triage_markdown, to_jsonl
 
@@ -482,7 +483,7 @@ def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs
         raise InputError.one(path, None, None, "no triage.jsonl here: is this the --out folder of `groundjudge run`?")
     text = read_text(path) if path.stat().st_size else ""
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(jsonl_lines(text), 1):
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as exc:

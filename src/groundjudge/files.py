@@ -1,4 +1,5 @@
-"""Write report files atomically: a reader sees the old file or the new one, never half of one.
+"""Write report files atomically: a reader sees the old file or the new one, never half of one;
+and split JSON Lines text into its lines.
 
 The new content goes to a fresh hidden file beside the target, which then replaces it in one
 ``os.replace``. The file is created with mode 0666 and the kernel applies the process umask,
@@ -92,3 +93,17 @@ def compact_json_chunks(value: Any, depth: int = 0) -> Iterator[str]:
             yield from compact_json_chunks(item, depth + 1)
             sep = ","
         yield "}"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    r"""The lines of JSON Lines text: split at ``\n`` only (a ``\r`` before it dropped), so a
+    string holding U+2028, U+0085 or a form feed, which ``str.splitlines`` would break, stays
+    one line, and line numbers count what editors count.
+
+    >>> jsonl_lines('{"a": "x\u2028y"}\r\n{"b": 1}\n')
+    ['{"a": "x\u2028y"}', '{"b": 1}']
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]

@@ -36,7 +36,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundjudge.errors import GroundjudgeError, InputError
-from groundjudge.files import write_text_atomic
+from groundjudge.files import jsonl_lines, write_text_atomic
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge import claim_check
 from groundjudge.judge.client import ClientSettings, chat_request, token_answer, token_request
@@ -380,7 +380,7 @@ def collect(endpoint: BatchEndpoint, batch: Any, record: BatchRecord, cache: Jud
             continue
         text = endpoint.content(file_id)
         write_text_atomic(run_dir / "batch" / f"{kind}-{record.id}.jsonl", text)
-        got, ids = collect_lines(text.splitlines(), record, cache, allowed_models=allowed_models, pricing=pricing)
+        got, ids = collect_lines(jsonl_lines(text), record, cache, allowed_models=allowed_models, pricing=pricing)
         spent, answered = spent + got, answered | ids
     for custom_id in record.lines:
         if custom_id not in answered and custom_id not in record.failed:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from groundjudge.contracts import HumanLabel
 from groundjudge.errors import InputError, InputProblem
+from groundjudge.files import jsonl_lines
 from groundjudge.load.records import read_records
 
 SIDECAR_SUFFIX = ".selection"
@@ -112,7 +113,7 @@ def read_batches(labels_path: Path) -> list[BatchRecord]:
     if not path.exists():
         return []
     out, problems = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(jsonl_lines(path.read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         try:

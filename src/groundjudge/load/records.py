@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from groundjudge.errors import InputError, InputProblem
+from groundjudge.files import jsonl_lines
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -67,7 +68,7 @@ def validation_problems(path: Path, line: int, error: ValidationError) -> list[I
 
 
 def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputProblem]]:
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
         try:
@@ -106,7 +107,7 @@ def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
     ``json.loads`` then validation); None at the first bad line, so that the careful path
     below reads the file again and names every problem the same way as always."""
     records: list[tuple[int, M]] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
         try:

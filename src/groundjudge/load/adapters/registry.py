@@ -20,6 +20,7 @@ from groundjudge.load.adapters.foreign import NativeData
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
 from groundjudge.errors import InputError
 from groundjudge.load.records import read_text
+from groundjudge.files import jsonl_lines
 
 __all__ = [
     "AUTO",
@@ -102,7 +103,7 @@ def get_format(name: str) -> InputFormat:
 def _first_object(path: Path) -> dict[str, Any] | None:
     if path.suffix.lower() in {".yaml", ".yml"}:
         return None
-    for line in read_text(path).splitlines():
+    for line in jsonl_lines(read_text(path)):
         if line.strip():
             try:
                 value = json.loads(line)
