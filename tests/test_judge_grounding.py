@@ -19,6 +19,7 @@ from tests.test_judge_claim_check import CONTEXTS, item, judge_script, statement
 ROOT = Path(__file__).resolve().parent.parent
 V1 = load_rubric(ROOT / "rubrics", "claim_check", 1)
 V2 = load_rubric(ROOT / "rubrics", "claim_check", 2)
+V3 = load_rubric(ROOT / "rubrics", "claim_check", 3)
 
 
 # --- terms ------------------------------------------------------------------------------------
@@ -45,13 +46,16 @@ def test_unfound_matches_plural_possessive_and_word_families_but_not_other_numbe
     assert index.unfound("") == [] and TermIndex.of([]).unfound("Cats purr.") == ["cats", "purr"]
 
 
-def test_the_two_versions_ask_byte_identical_questions_and_v1_keeps_its_hash() -> None:
-    assert V1.content_hash.startswith("d94873c579f1")
+def test_the_versions_ask_byte_identical_questions_and_keep_their_hashes() -> None:
+    assert V1.content_hash.startswith("d94873c579f1") and V2.content_hash.startswith("8b8cc94bb8b8")
     assert V2.claim_questions is not None and V2.claim_questions.grounding is not None
     assert V1.claim_questions is not None and V1.claim_questions.grounding is None
+    assert V3.claim_questions is not None and V3.claim_questions.contradiction is None
     for field in ("context", "claim", "contradiction", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
         assert getattr(V1.claim_questions, field) == getattr(V2.claim_questions, field)
-    assert V1.system_prompt == V2.system_prompt
+    for field in ("context", "claim", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
+        assert getattr(V2.claim_questions, field) == getattr(V3.claim_questions, field)
+    assert V1.system_prompt == V2.system_prompt == V3.system_prompt
 
 
 # --- claim_check v2 end to end ------------------------------------------------------------------
@@ -95,6 +99,23 @@ def test_v2_asks_only_claims_with_unfound_terms_and_lowers_support_per_term(tmp_
     # the answer's confidence is its lowest support centred on the threshold: 0.216 / (2 * 0.25)
     assert case.criteria["faithful"].confidence == pytest.approx(0.9 * 0.7 ** 4 / 0.5)
     assert engine.totals.questions == 3
+
+
+def test_v3_asks_only_where_the_answer_can_change_the_verdict_and_never_about_contradiction(
+        tmp_path: Path) -> None:
+    truth = {"Part-time staff get 30 days.": 0.8, "A cash bonus is paid quarterly.": 0.9}
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (case,), engine = run(srv, V3, [item(ANSWER, expected=None)], tmp_path / "cache")
+        asked = [statement(r.body) for r in srv.requests]
+    first, second, third = case.claims
+    assert (first.confidence, first.verdict) == (1.0, "supported")  # every term in the passages
+    assert second.confidence == pytest.approx(0.8 * 0.7) and second.model_confidence == pytest.approx(0.8)
+    # four unfound terms: 0.7^4 = 0.24 < 0.25 whatever the model says, so it is not asked
+    assert third.unfound_terms == ["cash", "bonus", "paid", "quarterly"] and third.model_confidence is None
+    assert third.confidence == pytest.approx(0.7 ** 4) and third.verdict == "unsupported"
+    assert asked == ["Part-time staff get 30 days."] and engine.totals.questions == 1
+    # the same verdicts as v2, which asked three questions (the third claim and its contradiction)
+    assert case.criteria["faithful"].label is False
 
 
 def test_v2_shares_v1s_cached_answers_and_a_low_support_gets_its_contradiction_question(tmp_path: Path) -> None:
@@ -168,13 +189,18 @@ def test_a_run_with_v2_names_the_unfound_terms_of_flagged_claims(tmp_path: Path)
             "--no-history", "--quiet"])
     assert result.exit_code in (0, 1), result.output
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert doc["judge"]["identity"]["rubric"]["version"] == 2  # the default
+    assert doc["judge"]["identity"]["rubric"]["version"] == 3  # the default
     rows = [json.loads(line) for line in (tmp_path / "out" / "triage.jsonl").read_text().splitlines()]
     flagged = [r for r in rows if r["kind"] in ("unsupported_claim", "contradicted_claim")]
     assert flagged, "a claim with three or more unfound terms at P(yes) 0.6 falls below 0.25"
+    assert {r["kind"] for r in flagged} == {"unsupported_claim"}  # v3 asks no contradiction question
     for r in flagged:
-        assert len(r["unfound_terms"]) >= 2 and r["model_probability"] == pytest.approx(0.6)
-        assert r["support_probability"] == pytest.approx(0.6 * 0.7 ** len(r["unfound_terms"]))
+        n = len(r["unfound_terms"])
+        if n >= 4:  # not asked: the unfound terms alone decide
+            assert r["model_probability"] is None and r["support_probability"] == pytest.approx(0.7 ** n)
+        else:
+            assert n == 3 and r["model_probability"] == pytest.approx(0.6)
+            assert r["support_probability"] == pytest.approx(0.6 * 0.7 ** n)
     sample = flagged[0]
     assert f"not in the passages: {', '.join(sample['unfound_terms'])}" in (tmp_path / "out" / "triage.md").read_text()
     assert "| not in the passages |" in (tmp_path / "out" / "report.md").read_text()

@@ -138,8 +138,15 @@ def _index(question: str, texts: Sequence[str]) -> TermIndex:
 
 
 def _ask_model(rubric: Rubric, unfound: list[str] | None) -> bool:
+    """Whether the model's answer about a claim with these unfound terms can matter."""
     grounding = rubric.claim_questions.grounding if rubric.claim_questions else None
-    return grounding is None or grounding.ask_model == "always" or bool(unfound)
+    if grounding is None or grounding.ask_model == "always" or unfound is None:
+        return True
+    if not unfound:
+        return False  # every term is in the passages: supported by that rule
+    if grounding.ask_model == "when_decisive":
+        return grounding.term_factor ** len(unfound) >= support_cut(rubric)
+    return True
 
 
 def claim_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:

@@ -127,11 +127,14 @@ class Grounding(BaseModel):
     the model's P(yes) times ``term_factor`` for every term of the claim that the passages never
     mention. ``ask_model``: ``when_unfound`` asks the model only about claims that bring in a
     term the passages lack (a claim whose every term is in the passages is supported by that
-    rule, with no call); ``always`` asks about every claim."""
+    rule, with no call); ``when_decisive`` also skips claims whose unfound terms alone put them
+    below the threshold (the model's answer could not save them: their support is recorded as
+    the most they could have had, ``term_factor`` to the number of unfound terms); ``always``
+    asks about every claim."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     term_factor: float = Field(gt=0, le=1)
-    ask_model: Literal["always", "when_unfound"] = "when_unfound"
+    ask_model: Literal["always", "when_unfound", "when_decisive"] = "when_unfound"
 
 
 class ClaimQuestions(BaseModel):
