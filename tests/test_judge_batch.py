@@ -335,7 +335,9 @@ def _token_script(body: dict, index: int) -> Reply:
 
 def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Path) -> None:
     config = _one_attempt_config(tmp_path)
-    config.write_text(config.read_text().replace('rubric = "grounded_answer"', 'rubric = "claim_check"'))
+    # v2: grounded claims and a contradiction question for low ones (a follow-up batch); v3 asks none
+    config.write_text(config.read_text().replace('rubric = "claim_check"',
+                                                 'rubric = "claim_check"\nrubric_version = 2'))
     backend = BatchBackend()
     with ScriptedOpenAIServer(_token_script, batches=backend) as srv:
         common = ["--config", str(config), "--rubric", "claim_check", "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
