@@ -68,3 +68,14 @@ def test_the_grade_confidence_is_calibrated_when_the_nugget_probabilities_are() 
         band = (conf_a >= low) & (conf_a < low + 0.1)
         assert band.sum() > 100
         assert right_a[band].mean() == pytest.approx(conf_a[band].mean(), abs=0.05)
+
+
+def test_centred_puts_the_rubric_threshold_at_one_half_and_keeps_the_order() -> None:
+    from groundjudge.judge.scoring import centred
+
+    assert centred(0.25, 0.25) == 0.5 and centred(0.0, 0.25) == 0.0 and centred(1.0, 0.25) == 1.0
+    assert centred(0.1, 0.25) == pytest.approx(0.2) and centred(0.625, 0.25) == pytest.approx(0.75)
+    assert centred(0.7, 0.5) == 0.7  # a 0.5 threshold changes nothing (claim_check v1)
+    grid = [i / 100 for i in range(101)]
+    assert [centred(p, 0.3) for p in grid] == sorted(centred(p, 0.3) for p in grid)
+    assert all((centred(p, 0.3) >= 0.5) == (p >= 0.3) for p in grid)
