@@ -205,3 +205,21 @@ def test_a_run_with_v2_names_the_unfound_terms_of_flagged_claims(tmp_path: Path)
     assert f"not in the passages: {', '.join(sample['unfound_terms'])}" in (tmp_path / "out" / "triage.md").read_text()
     assert "| not in the passages |" in (tmp_path / "out" / "report.md").read_text()
     assert "not in the passages: " in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_v3_a_cited_claim_its_citation_cannot_support_is_not_marked_cited_support(tmp_path: Path) -> None:
+    # leave#2 lacks "full", "time", "18", "days" (and "annual"): no answer could lift 0.7^n to
+    # 0.25, so v3 does not ask, and the cited support is that ceiling, not 1
+    answer = "Full-time staff get 18 days of annual leave [leave#2]."
+    case_item = item(answer, expected=None)
+    missing = TermIndex.of(["How much leave do staff get?", CONTEXTS[1][1]]).unfound(
+        "Full-time staff get 18 days of annual leave.")
+    assert len(missing) >= 4
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        (case,), _ = run(srv, V3, [case_item], tmp_path / "cache")
+        asked = len(srv.requests)
+    (claim,) = case.claims
+    assert asked == 0  # every term is in the whole context, and leave#2 alone decides nothing
+    assert claim.verdict == "supported" and claim.klass == "misattributed"
+    assert claim.cited_confidence == pytest.approx(0.7 ** len(missing))
+    assert case.criteria["citations_supported"].label is False

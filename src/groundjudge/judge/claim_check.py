@@ -223,7 +223,8 @@ def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan,
                     unfound: dict[int, list[str]] | None = None) -> tuple[list[Question], dict[int, str]]:
     """Questions against only what each claim cites; and, for claims that cannot be asked so,
     why: every context chunk cited (the answer is the claim question's), none shown, or (with
-    grounding that asks only about unfound terms) everything it says is in what it cites."""
+    grounding) the terms the cited chunks lack decide it alone: none, or so many that no answer
+    could lift it to the threshold."""
     spec = rubric.claim_questions
     assert spec is not None
     shown = dict(item.contexts)
@@ -237,7 +238,7 @@ def cited_questions(rubric: Rubric, item: JudgeItem, plan: CasePlan,
         elif len(cited) == len(item.contexts):
             settled[i] = "all_context"
         elif unfound is not None and i in unfound and not _ask_model(rubric, unfound[i]):
-            settled[i] = "all_terms_cited"
+            settled[i] = "terms_decide"
         else:
             prefix = spec.render("context", question=neutralize(item.question), contexts=_contexts(cited),
                                  answer=neutralize(item.answer))

@@ -371,7 +371,8 @@ class JudgeEngine:
         by_cited, settled = claim_check.cited_questions(rubric, item, plan, cited_unfound)
         cited = {q.index: claim_check.grounded(rubric, a, cited_unfound.get(q.index), cut)
                  for q, a in zip(by_cited, await self._ask_all(out, by_cited, sem, stop, fresh))}
-        cited |= {i: claim_check.grounded(rubric, None, [], cut) for i, why in settled.items() if why == "all_terms_cited"}
+        cited |= {i: claim_check.grounded(rubric, None, cited_unfound[i], cut)
+                  for i, why in settled.items() if why == "terms_decide"}
         nuggets = await self._ask_all(out, claim_check.nugget_questions(rubric, plan), sem, stop, fresh)
         claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut,
                                            model if plan.unfound is not None else None)
