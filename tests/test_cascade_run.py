@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from groundjudge.calibrate.record import build_record, write_record
 from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.judge.results import CriterionInfo
 from tests.support.judge_replies import question_in_request
+from tests.support.waiting import wait_for
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,14 +140,6 @@ def test_abstained_items_reach_the_second_judge_and_trusted_ones_never_do(tmp_pa
     assert 'aria-label="faithful: reliability' in html and 'aria-label="faithful: coverage vs agreement"' in html
 
 
-def _wait_for(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
-
-
 def test_a_killed_cascade_resumes_from_the_cache(tmp_path: Path) -> None:
     answered_before_kill = 3
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDJUDGE_") and k != "OPENAI_API_KEY"}
@@ -161,7 +153,7 @@ def test_a_killed_cascade_resumes_from_the_cache(tmp_path: Path) -> None:
         proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # the second judge's (k+1)-th call arrives only after its k-th reply was stored
-            _wait_for(lambda: two.call_count > answered_before_kill or proc.poll() is not None)
+            wait_for(lambda: two.call_count > answered_before_kill or proc.poll() is not None)
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait(timeout=30)

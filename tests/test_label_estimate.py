@@ -79,16 +79,22 @@ def test_weighted_kappa_is_unbiased_where_the_plain_one_is_not():
     assert 0.9 <= covered / reps <= 0.99
 
 
+def simulated_people(session, *, seed: int) -> tuple[dict, float]:
+    """People's faithful labels for every judged item (each agreeing with the judge with the
+    judge's own confidence, seeded) and the judge's true kappa against them over all items."""
+    rng = np.random.default_rng(seed)
+    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
+             for k, item in session.judged.items()}
+    full = np.zeros((2, 2))
+    for k, item in session.judged.items():
+        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
+    return human, kappa_from_matrix(full, agreement_weights(2, None))
+
+
 def test_sequential_batches_stay_unbiased():
     """Three uncertain batches through the session, each weighted by its recorded design."""
     truth_session = example_session(True)
-    rng = np.random.default_rng(4)
-    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
-             for k, item in truth_session.judged.items()}
-    full = np.zeros((2, 2))
-    for k, item in truth_session.judged.items():
-        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
-    truth = kappa_from_matrix(full, agreement_weights(2, None))
+    human, truth = simulated_people(truth_session, seed=4)
     estimates = []
     for rep in range(300):
         session = example_session(True)
@@ -125,13 +131,7 @@ def test_hand_labels_chosen_badly_before_the_first_batch_do_not_bias_it():
     """Labels typed by hand for the items where the judge is wrong, then two random batches:
     the hand labels count as known values, so the estimate stays unbiased."""
     base = example_session(True)
-    rng = np.random.default_rng(6)
-    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
-             for k, item in base.judged.items()}
-    full = np.zeros((2, 2))
-    for k, item in base.judged.items():
-        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
-    truth = kappa_from_matrix(full, agreement_weights(2, None))
+    human, truth = simulated_people(base, seed=6)
     wrong = [k for k, item in base.judged.items() if item.labels["faithful"] != human[k]][:6]
     assert len(wrong) == 6
     plain, weighted = [], []
@@ -174,13 +174,7 @@ def test_a_queue_batch_labelled_first_does_not_bias_the_sampled_batches_after_it
     from groundjudge.label.session import QUEUE_STRATEGY, design_weights, plan_queue_batch
 
     base = example_session(True)
-    rng = np.random.default_rng(11)
-    human = {k: (item.labels["faithful"] if rng.uniform() < item.confidence else not item.labels["faithful"])
-             for k, item in base.judged.items()}
-    full = np.zeros((2, 2))
-    for k, item in base.judged.items():
-        full[0 if item.labels["faithful"] else 1, 0 if human[k] else 1] += 1
-    truth = kappa_from_matrix(full, agreement_weights(2, None))
+    human, truth = simulated_people(base, seed=11)
     least_sure = sorted(base.judged, key=lambda k: base.judged[k].confidence)[:8]
     queue = [QueuedItem(k, ["faithful"], "test") for k in least_sure]
     estimates = []

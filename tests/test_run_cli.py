@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from groundjudge.cli import main
 from groundjudge.judge.rubric import read_lock
 from tests.support.judge_replies import question_in_request, verdict_for_request
+from tests.support.waiting import wait_for
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,14 +149,6 @@ def test_unreachable_judge_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert set(reasons) == {"connection failed after 4 attempt(s)", "not sent"}
 
 
-def _wait_for(predicate: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
-
-
 def test_killed_run_resumes_without_repeating_answered_calls(tmp_path: Path) -> None:
     cases, answered_before_kill = 6, 3
     with ScriptedOpenAIServer(verdict_for_request, delay_s=0.3) as srv:
@@ -165,7 +158,7 @@ def test_killed_run_resumes_without_repeating_answered_calls(tmp_path: Path) -> 
                                 stderr=subprocess.DEVNULL)
         try:
             # the (k+1)-th call arrives only after the k-th reply was stored: kill it mid-call
-            _wait_for(lambda: srv.call_count > answered_before_kill or proc.poll() is not None)
+            wait_for(lambda: srv.call_count > answered_before_kill or proc.poll() is not None)
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.wait(timeout=30)
