@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 V1 = load_rubric(ROOT / "rubrics", "claim_check", 1)
 V2 = load_rubric(ROOT / "rubrics", "claim_check", 2)
 V3 = load_rubric(ROOT / "rubrics", "claim_check", 3)
+V4 = load_rubric(ROOT / "rubrics", "claim_check", 4)
 
 
 # --- terms ------------------------------------------------------------------------------------
@@ -55,7 +56,10 @@ def test_the_versions_ask_byte_identical_questions_and_keep_their_hashes() -> No
         assert getattr(V1.claim_questions, field) == getattr(V2.claim_questions, field)
     for field in ("context", "claim", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
         assert getattr(V2.claim_questions, field) == getattr(V3.claim_questions, field)
-    assert V1.system_prompt == V2.system_prompt == V3.system_prompt
+    assert V3.claim_questions.model_dump() == {**V4.claim_questions.model_dump(),  # type: ignore[union-attr]
+                                               "grounding": {"term_factor": 0.7, "ask_model": "when_decisive"}}
+    assert V3.criteria == V4.criteria
+    assert V1.system_prompt == V2.system_prompt == V3.system_prompt == V4.system_prompt
 
 
 # --- claim_check v2 end to end ------------------------------------------------------------------
@@ -170,7 +174,62 @@ def test_v2_cited_support_uses_the_terms_of_what_the_claim_cites(tmp_path: Path)
 
 # --- through the CLI: the unfound terms reach triage, report.md and the HTML ---------------------
 
-def test_a_run_with_v2_names_the_unfound_terms_of_flagged_claims(tmp_path: Path) -> None:
+def test_v4_asks_nothing_about_an_answer_its_unfound_terms_already_make_unfaithful(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        (case,), engine = run(srv, V4, [item(ANSWER, expected=None)], tmp_path / "cache")
+        asked = len(srv.requests)
+    first, second, third = case.claims
+    assert (first.confidence, first.verdict) == (1.0, "supported")  # every term in the passages
+    # the third claim's four unfound terms decide the answer, so the second (one unfound term,
+    # which v3 asks about) is left unchecked: no verdict and no probability, its terms still named
+    assert (second.verdict, second.klass, second.confidence, second.model_confidence) == (
+        "unchecked", "unchecked", None, None)
+    assert second.unfound_terms == ["30"]
+    assert third.verdict == "unsupported" and third.confidence == pytest.approx(0.7 ** 4)
+    assert asked == 0 and engine.totals.questions == 0
+    faithful = case.criteria["faithful"]
+    assert faithful.label is False  # as v3 decides it
+    assert faithful.value == pytest.approx((1.0 + 0.7 ** 4) / 2)  # the mean over the checked claims
+    assert faithful.confidence == pytest.approx(0.7 ** 4 / 0.5)
+
+
+def test_v4_asks_as_v3_while_the_answer_is_open_and_always_about_cited_claims(tmp_path: Path) -> None:
+    open_answer = "Full-time staff get 18 days of annual leave. Part-time staff get 30 days."
+    # decided by the bonus sentence, but the 30-days claim cites leave#2: its support decides its
+    # citation class, so it is still asked, against the whole context and against leave#2
+    cited_answer = "Part-time staff get 30 days [leave#2]. A cash bonus is paid quarterly."
+    items = [item(open_answer, expected=None, case_id="open"), item(cited_answer, expected=None, case_id="cited")]
+    truth = {"Part-time staff get 30 days.": 0.8}
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (v4_open, v4_cited), _ = run(srv, V4, items, tmp_path / "v4")
+        v4_asked = [(statement(r.body), "id=leave#1" in r.body["messages"][-1]["content"]) for r in srv.requests]
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (v3_open, v3_cited), _ = run(srv, V3, items, tmp_path / "v3")
+        v3_asked = [(statement(r.body), "id=leave#1" in r.body["messages"][-1]["content"]) for r in srv.requests]
+    # one question about the whole context serves both answers (the second is a cache hit); the
+    # cited claim's own question shows only leave#2
+    assert v4_asked == v3_asked == [("Part-time staff get 30 days.", True), ("Part-time staff get 30 days.", False)]
+    assert (v4_open.claims, v4_open.criteria) == (v3_open.claims, v3_open.criteria)
+    assert [c.verdict for c in v4_cited.claims] == ["supported", "unsupported"]
+    assert v4_cited.claims == v3_cited.claims
+    assert v4_cited.criteria["faithful"].label is False
+
+
+def test_v4_plans_no_batch_line_for_an_unchecked_claim(tmp_path: Path) -> None:
+    from groundjudge.judge.batch import plan_questions
+
+    settings = ClientSettings(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=5, max_attempts=1)
+    decoding = settings.decoding(10)
+    cache = JudgeCache(tmp_path / "cache")
+    try:
+        v3 = plan_questions(V3, settings, decoding, cache, [item(ANSWER, expected=None)])
+        v4 = plan_questions(V4, settings, decoding, cache, [item(ANSWER, expected=None)])
+    finally:
+        cache.close()
+    assert len(v3) == 1 and v4 == []
+
+
+def test_a_run_with_the_default_rubric_names_the_unfound_terms_of_flagged_claims(tmp_path: Path) -> None:
     import json
 
     from click.testing import CliRunner
@@ -189,7 +248,13 @@ def test_a_run_with_v2_names_the_unfound_terms_of_flagged_claims(tmp_path: Path)
             "--no-history", "--quiet"])
     assert result.exit_code in (0, 1), result.output
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert doc["judge"]["identity"]["rubric"]["version"] == 3  # the default
+    assert doc["judge"]["identity"]["rubric"]["version"] == 4  # the default
+    for section in doc["judge"]["per_config"].values():
+        for verdict in section["cases"].values():
+            unchecked = [c for c in verdict["claims"] if c["verdict"] == "unchecked"]
+            # left unchecked only in an answer another claim's unfound terms already sank
+            assert not unchecked or any(len(c["unfound_terms"] or []) >= 4 for c in verdict["claims"])
+            assert all(not c["cited"] and c["confidence"] is None for c in unchecked)
     rows = [json.loads(line) for line in (tmp_path / "out" / "triage.jsonl").read_text().splitlines()]
     flagged = [r for r in rows if r["kind"] in ("unsupported_claim", "contradicted_claim")]
     assert flagged, "a claim with three or more unfound terms at P(yes) 0.6 falls below 0.25"

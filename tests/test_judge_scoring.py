@@ -79,3 +79,19 @@ def test_centred_puts_the_rubric_threshold_at_one_half_and_keeps_the_order() -> 
     grid = [i / 100 for i in range(101)]
     assert [centred(p, 0.3) for p in grid] == sorted(centred(p, 0.3) for p in grid)
     assert all((centred(p, 0.3) >= 0.5) == (p >= 0.3) for p in grid)
+
+
+def test_unchecked_claims_count_in_no_share_nor_mean_and_leave_the_deciding_label() -> None:
+    from groundjudge.judge.results import ClaimResult
+
+    faithful = Criterion(name="faithful", kind="binary", labels=[True, False], description="d",
+                         metric="faithfulness", score="claim_support", threshold=0.25)
+    share = Criterion(name="supported_share", kind="binary", labels=[True, False], description="d",
+                      metric="claim_share", score="claim_share")
+    claims = [ClaimResult(claim="a", verdict="supported", klass="uncited", confidence=1.0),
+              ClaimResult(claim="b", verdict="unchecked", klass="unchecked"),
+              ClaimResult(claim="c", verdict="unsupported", klass="unsupported", confidence=0.2)]
+    values = criterion_values([faithful, share], claims=claims, has_expected_answer=False)
+    assert values["faithful"].label is False and values["faithful"].value == pytest.approx(0.6)
+    assert values["faithful"].confidence == pytest.approx(0.2 / 0.5)
+    assert values["supported_share"].value == pytest.approx(0.5)  # one of the two checked claims

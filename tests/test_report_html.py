@@ -134,6 +134,22 @@ def test_claims_are_highlighted_at_their_spans_with_their_support():
     assert "".join(text for text, _, _ in segments) == answer
 
 
+def test_an_unchecked_claim_is_marked_apart_and_says_why():
+    from groundjudge.report.html import highlight
+
+    answer = "Staff get 30 days. A cash bonus is paid quarterly."
+    claims = [{"claim": "Staff get 30 days.", "verdict": "unchecked", "confidence": None, "start": 0, "end": 18,
+               "unfound_terms": ["30"]},
+              {"claim": "A cash bonus is paid quarterly.", "verdict": "unsupported", "confidence": 0.24, "start": 19,
+               "end": 50, "unfound_terms": ["cash", "bonus", "paid", "quarterly"]}]
+    marked = [(text, cls, tip) for text, cls, tip in highlight(answer, claims) if cls]
+    assert marked == [
+        ("Staff get 30 days.", "unchecked",
+         "unchecked (the answer was already unfaithful without it); not in the passages: 30"),
+        ("A cash bonus is paid quarterly.", "bad",
+         "unsupported, support 0.24; not in the passages: cash, bonus, paid, quarterly")]
+
+
 def test_large_runs_keep_drill_downs_for_failed_cases_only(example_html, monkeypatch):
     from groundjudge import api
     from groundjudge.report import html

@@ -113,6 +113,9 @@ class CasePlan:
     shared_prefix: str
     nugget_prefix: str | None
     unfound: list[list[str]] | None = None  # per sentence, terms the context never mentions (grounding)
+    # Claims not asked because the answer's faithful verdict is already false without the model
+    # (grounding ``ask_model: when_answer_open``): reported as unchecked.
+    unchecked: frozenset[int] = frozenset()
 
 
 def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
@@ -125,11 +128,28 @@ def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
     nugget_prefix = spec.render("nugget_context", question=neutralize(item.question),
                                 answer=neutralize(item.answer)) if nuggets else None
     unfound = None
+    unchecked: frozenset[int] = frozenset()
     if spec.grounding is not None:
         index = _index(item.question, [text for _, text in item.contexts])
         unfound = [index.unfound(s.text) for s in sentences]
+        unchecked = _unchecked(rubric, sentences, unfound)
     return CasePlan(sentences=sentences, nuggets=nuggets, shared_prefix=shared, nugget_prefix=nugget_prefix,
-                    unfound=unfound)
+                    unfound=unfound, unchecked=unchecked)
+
+
+def _unchecked(rubric: Rubric, sentences: Sequence[Sentence], unfound: list[list[str]]) -> frozenset[int]:
+    """With ``ask_model: when_answer_open``: once one claim's unfound terms alone put it below the
+    threshold, the answer is unfaithful whatever the model says about the others, so the uncited
+    claims the model would have been asked about are left unchecked. Cited claims are still asked:
+    their support decides their citation class."""
+    grounding = rubric.claim_questions.grounding if rubric.claim_questions else None
+    if grounding is None or grounding.ask_model != "when_answer_open":
+        return frozenset()
+    cut = support_cut(rubric)
+    if not any(grounding.term_factor ** len(u) < cut for u in unfound):
+        return frozenset()
+    return frozenset(i for i, (s, u) in enumerate(zip(sentences, unfound))
+                     if not s.citations and _ask_model(rubric, u))
 
 
 def _index(question: str, texts: Sequence[str]) -> TermIndex:
@@ -144,19 +164,19 @@ def _ask_model(rubric: Rubric, unfound: list[str] | None) -> bool:
         return True
     if not unfound:
         return False  # every term is in the passages: supported by that rule
-    if grounding.ask_model == "when_decisive":
+    if grounding.ask_model in ("when_decisive", "when_answer_open"):
         return grounding.term_factor ** len(unfound) >= support_cut(rubric)
     return True
 
 
 def claim_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
-    """One question per claim, but none for a claim whose every term the context has when the
-    rubric's grounding says so (``ask_model: when_unfound``)."""
+    """One question per claim, but none where the rubric's grounding says the model's answer
+    cannot matter (see :class:`~groundjudge.judge.rubric.Grounding`) and none for an unchecked claim."""
     spec = rubric.claim_questions
     assert spec is not None
     return [Question("claim", i, _messages(rubric, plan.shared_prefix, spec.render("claim", claim=neutralize(s.text))))
             for i, s in enumerate(plan.sentences)
-            if _ask_model(rubric, plan.unfound[i] if plan.unfound is not None else None)]
+            if i not in plan.unchecked and _ask_model(rubric, plan.unfound[i] if plan.unfound is not None else None)]
 
 
 def support_cut(rubric: Rubric) -> float:
@@ -202,7 +222,8 @@ def contradiction_questions(rubric: Rubric, plan: CasePlan, support: Sequence[An
         return []
     return [Question("contradiction", i, _messages(rubric, plan.shared_prefix,
                                                    spec.render("contradiction", claim=neutralize(s.text))))
-            for i, (s, a) in enumerate(zip(plan.sentences, support)) if not a.yes(spec.contradiction_below)]
+            for i, (s, a) in enumerate(zip(plan.sentences, support))
+            if i not in plan.unchecked and not a.yes(spec.contradiction_below)]
 
 
 def cited_unfound(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> dict[int, list[str]]:
@@ -261,9 +282,14 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
                   model: Sequence[Answer | None] | None = None) -> list[ClaimResult]:
     """Claims with verdicts, classes and probabilities, from the answers to their questions
     (``support``: as the verdict uses it, grounded where the rubric says so; ``model``: the
-    model's own answers, None where it was not asked, when grounding changed them)."""
+    model's own answers, None where it was not asked, when grounding changed them). An unchecked
+    claim (``plan.unchecked``) has neither verdict nor probability: its class says so."""
     out = []
     for i, (s, a) in enumerate(zip(plan.sentences, support)):
+        if i in plan.unchecked:
+            out.append(ClaimResult(claim=s.text, cited=[], verdict="unchecked", klass="unchecked",  # type: ignore[call-arg]
+                                   start=s.start, end=s.end, unfound_terms=plan.unfound[i] if plan.unfound else None))
+            continue
         supported = a.yes(cut)
         cited_answer = a if settled.get(i) == "all_context" else cited.get(i)
         cited_ok = bool(s.citations) and cited_answer is not None and cited_answer.yes(cut)

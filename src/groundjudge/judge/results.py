@@ -13,8 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Status = Literal["judged", "judge_error", "skipped"]
-ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
-ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
+# "unchecked": a claim the judge was not asked about because the answer's verdict was already
+# decided without it (claim_check grounding ``when_answer_open``); it has no probability.
+ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted", "unchecked"]
+ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted",
+                     "unchecked"]
 Label = bool | int
 
 

@@ -129,12 +129,15 @@ class Grounding(BaseModel):
     term the passages lack (a claim whose every term is in the passages is supported by that
     rule, with no call); ``when_decisive`` also skips claims whose unfound terms alone put them
     below the threshold (the model's answer could not save them: their support is recorded as
-    the most they could have had, ``term_factor`` to the number of unfound terms); ``always``
-    asks about every claim."""
+    the most they could have had, ``term_factor`` to the number of unfound terms);
+    ``when_answer_open`` is ``when_decisive`` that, once one claim is below the threshold by its
+    unfound terms alone (the answer is unfaithful whatever the model says), asks nothing more
+    about the answer's uncited claims and reports them as unchecked; ``always`` asks about
+    every claim."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     term_factor: float = Field(gt=0, le=1)
-    ask_model: Literal["always", "when_unfound", "when_decisive"] = "when_unfound"
+    ask_model: Literal["always", "when_unfound", "when_decisive", "when_answer_open"] = "when_unfound"
 
 
 class ClaimQuestions(BaseModel):

@@ -116,17 +116,20 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
     """
     out: dict[str, CriterionValue] = {}
     cited = [c for c in claims if c.cited]
+    # Unchecked claims (the verdict was decided without them) count in no share or mean: the
+    # label stays what decided it, the mean support is over the claims that were checked.
+    checked = [c for c in claims if c.verdict != "unchecked"]
     for criterion in criteria:
         kind = criterion.score_kind
         if criterion.uses_expected_answer and not has_expected_answer:
             out[criterion.name] = CriterionValue(label=None, value=None)
         elif kind == "claim_share":
-            out[criterion.name] = _share(claims, lambda c: c.verdict == "supported")
+            out[criterion.name] = _share(checked, lambda c: c.verdict == "supported")
         elif kind == "cited_claim_share":
             out[criterion.name] = _share(cited, lambda c: c.verdict == "supported" and c.klass == "cited_support")
         elif kind == "claim_support":
             out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
-                                   else _support([_probability(c, False) for c in claims], criterion.cut))
+                                   else _support([_probability(c, False) for c in checked], criterion.cut))
         elif kind == "cited_claim_support":
             out[criterion.name] = _support([_probability(c, True) for c in cited], criterion.cut)
         elif kind == "nugget_grade":

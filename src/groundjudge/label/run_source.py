@@ -69,7 +69,7 @@ def judged_items(doc: dict[str, Any]) -> list[JudgedItem]:
                 p_faithful = value.confidence
                 confidence, source = (p_faithful if verdict else 1.0 - p_faithful), "claim support"
             votes = [1.0 if c.verdict == "supported" else 0.5 if c.verdict == "partially_supported" else 0.0
-                     for c in case.claims]
+                     for c in case.claims if c.verdict != "unchecked"]
             share = sum(votes) / len(votes) if votes else 1.0
             out.append(JudgedItem(
                 key=(case_id, config_id), labels=dict(labels[(case_id, config_id)].labels),

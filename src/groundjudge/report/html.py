@@ -21,7 +21,8 @@ from groundjudge.report.judge_section import README_TRUST
 from groundjudge.report.numbers import number
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 
-VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad"}
+VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad",
+                 "unchecked": "unchecked"}
 
 
 def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
@@ -32,6 +33,8 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
     low = answer.casefold()
     for claim in claims:
         tip = claim["verdict"].replace("_", " ")
+        if claim["verdict"] == "unchecked":
+            tip += " (the answer was already unfaithful without it)"
         if claim.get("confidence") is not None:
             tip += f", support {claim['confidence']:.2f}"
         if claim.get("unfound_terms"):
@@ -67,7 +70,7 @@ def _pairs(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str
         for case_id, values in doc["per_config"][cfg]["per_case"].items():
             verdict = verdicts.get(case_id, {})
             failed = bool(deterministic_failures(values)) or verdict.get("status") == "judge_error" or any(
-                cl["verdict"] != "supported" for cl in verdict.get("claims", []))
+                cl["verdict"] not in ("supported", "unchecked") for cl in verdict.get("claims", []))
             out.append((cfg, case_id, values, verdict, failed))
     return out
 

@@ -42,6 +42,8 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     rows += [("claims", lambda s: str(s["claims"]))]
     rows += [(f"claims: {k}", lambda s, k=k: str(s["claim_classes"].get(k, 0)))
              for k in ("unsupported", "contradicted", "misattributed")]
+    if any(s["claim_classes"].get("unchecked") for s in summaries.values()):
+        rows += [("claims: unchecked (answer already decided)", lambda s: str(s["claim_classes"].get("unchecked", 0)))]
     rows += [("judged / skipped / judge_error", lambda s: " / ".join(
         str(s["status_counts"].get(x, 0)) for x in ("judged", "skipped", "judge_error")))]
     out += ["| metric | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
