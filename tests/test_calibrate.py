@@ -249,3 +249,15 @@ def test_ppi_interval_covers_the_true_rate_while_the_raw_judge_rate_is_biased():
         raw_errors.append(est["raw"] - true_rate)
     assert 0.91 <= covered / trials <= 0.99  # nominal 95%
     assert sum(raw_errors) / trials > 0.1  # the raw judge rate is biased upwards
+
+
+def test_claim_agreement_matches_an_unchecked_claim_but_does_not_score_it() -> None:
+    from groundjudge.calibrate.record import claim_agreement
+    from groundjudge.calibrate.verdicts import ItemLabels
+
+    judge = {("q1", "cand"): ItemLabels({}, claims=[("Staff get 18 days.", True), ("Part-timers get 30 days.", None),
+                                                    ("A bonus is paid quarterly.", False)])}
+    human = {("q1", "cand"): ItemLabels({}, claims=[("Staff get 18 days.", True), ("Part-timers get 30 days.", False),
+                                                    ("A bonus is paid quarterly.", True)])}
+    # the unchecked claim is matched (so no other claim takes its human label) but not counted
+    assert claim_agreement(judge, human) == {"matched_claims": 2, "agreement": 0.5}

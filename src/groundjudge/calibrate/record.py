@@ -79,9 +79,10 @@ def claim_agreement(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
                 break
             ratio, i = max(scored)
             if ratio >= CLAIM_MATCH:
-                matched += 1
-                agree += int(free[i][1] == supported)
-                free.pop(i)
+                judged = free.pop(i)[1]
+                if judged is not None:  # None: the judge left the claim unchecked
+                    matched += 1
+                    agree += int(judged == supported)
     return {"matched_claims": matched, "agreement": agree / matched if matched else None}
 
 

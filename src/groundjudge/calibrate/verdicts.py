@@ -26,7 +26,7 @@ ItemKey = tuple[str, str | None]  # (query_id, config_id)
 @dataclass
 class ItemLabels:
     labels: dict[str, bool | int | None]
-    claims: list[tuple[str, bool]] = field(default_factory=list)
+    claims: list[tuple[str, bool | None]] = field(default_factory=list)  # (text, supported; None: unchecked)
     confidence: dict[str, float | None] = field(default_factory=dict)
 
 
@@ -75,7 +75,9 @@ def items_from_judge(judge: JudgeRun) -> dict[ItemKey, ItemLabels]:
                 continue
             items[(case_id, config_id)] = ItemLabels(
                 labels={c.name: case.label(c.name) for c in judge.criteria},
-                claims=[(c.claim, c.verdict == "supported") for c in case.claims],
+                # an unchecked claim has no verdict to agree or disagree with (None)
+                claims=[(c.claim, None if c.verdict == "unchecked" else c.verdict == "supported")
+                        for c in case.claims],
                 confidence={name: v.confidence for name, v in case.criteria.items()},
             )
     return items
