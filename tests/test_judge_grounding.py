@@ -288,3 +288,18 @@ def test_v3_a_cited_claim_its_citation_cannot_support_is_not_marked_cited_suppor
     assert claim.verdict == "supported" and claim.klass == "misattributed"
     assert claim.cited_confidence == pytest.approx(0.7 ** len(missing))
     assert case.criteria["citations_supported"].label is False
+
+
+def test_replies_without_token_counts_are_counted_as_such_not_as_zero_tokens(tmp_path: Path) -> None:
+    from groundjudge.judge.results import Usage
+
+    def script(body: dict, index: int) -> Reply:  # the first reply has no usage object
+        return Reply("Yes", top_logprobs=(yes_no(0.8),), usage=index > 0, prompt_tokens=50, completion_tokens=1)
+
+    answer = "Part-time staff get 30 days. Part-time staff get 31 days."
+    with ScriptedOpenAIServer(script) as srv:
+        (case,), engine = run(srv, V4, [item(answer, expected=None)], tmp_path / "cache")
+    assert case.status == "judged" and engine.totals.usage.requests == 2
+    assert (engine.totals.usage.unmetered, engine.totals.usage.tokens) == (1, 51)
+    assert engine.totals.usage.tokens_text() == "51 tokens (+ 1 reply with no token count)"
+    assert Usage(requests=4, unmetered=4).tokens_text() == "tokens not reported (4 replies)"

@@ -78,6 +78,10 @@ def test_embedded_judge_end_to_end(tmp_path):
     for r in judged:
         assert r["claims"] and r["source"] == "call"
         assert all(v["value"] is None or v["value"] >= 0 for v in r["criteria"].values())
+    # llama.cpp's server streams one-token answers without token counts: said so, not zero tokens
+    usage = judge["totals"]["usage"]
+    assert usage["unmetered"] == usage["requests"] > 0
+    assert "came with no token count" in (out / "report.md").read_text()
     # The server was stopped: nothing listens on its port any more.
     port = int(judge["base_url"].rsplit(":", 1)[1].split("/")[0])
     import socket

@@ -237,7 +237,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     if not quiet:
         t = result.judge.totals
         click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.judge_errors} judge_error, "
-                   f"{t.usage.requests} requests, {t.usage.tokens} tokens")
+                   f"{t.usage.requests} requests, {t.usage.tokens_text()}")
         gates = result.gates
         click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + "; ".join(gates.failed)))
         click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")

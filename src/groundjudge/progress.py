@@ -25,10 +25,12 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def plain_line(done: int, total: int, errors: int, cache_hits: int, tokens: int, cost_usd: float,
+def plain_line(done: int, total: int, errors: int, cache_hits: int, tokens: int | str, cost_usd: float,
                elapsed_s: float, fresh_done: int) -> str:
-    """One progress line; the rate and ETA count only items that needed a call, not cache hits."""
-    line = f"judging: {done}/{total} done, {errors} errors, {cache_hits} from cache, {tokens} tokens, ${cost_usd:.4f}"
+    """One progress line; the rate and ETA count only items that needed a call, not cache hits.
+    ``tokens``: a count, or the text of :meth:`Usage.tokens_text`."""
+    tokens = f"{tokens} tokens" if isinstance(tokens, int) else tokens
+    line = f"judging: {done}/{total} done, {errors} errors, {cache_hits} from cache, {tokens}, ${cost_usd:.4f}"
     if fresh_done and elapsed_s > 0:
         rate = fresh_done / elapsed_s
         line += f", {rate * 60:.1f} cases/min, ETA {_duration((total - done) / rate)}"
@@ -83,7 +85,7 @@ class JudgeProgress:
         self._last = totals
         if self._progress is not None and self._task is not None:
             detail = (f"cache {totals.cache_hits} · errors {totals.errors} · "
-                      f"tokens {totals.usage.tokens} · ${totals.usage.cost_usd:.4f}")
+                      f"{totals.usage.tokens_text()} · ${totals.usage.cost_usd:.4f}")
             self._progress.update(self._task, completed=totals.done, detail=detail)
             return
         if not self.quiet and totals.done == self._total:
@@ -93,7 +95,7 @@ class JudgeProgress:
         if totals is None:
             line = plain_line(0, self._total, 0, 0, 0, 0.0, now - self._started, 0)
         else:
-            line = plain_line(totals.done, self._total, totals.errors, totals.cache_hits, totals.usage.tokens,
+            line = plain_line(totals.done, self._total, totals.errors, totals.cache_hits, totals.usage.tokens_text(),
                               totals.usage.cost_usd, now - self._started, totals.done - totals.cache_hits)
         print(line, file=self.stream, flush=True)
 

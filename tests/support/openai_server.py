@@ -87,6 +87,7 @@ class Reply:
     # Per generated token, its top alternatives as (token, logprob): sent as the OpenAI
     # ``logprobs.content`` list when the request asked for logprobs; None sends ``logprobs: null``.
     top_logprobs: tuple[tuple[tuple[str, float], ...], ...] | None = None
+    usage: bool = True  # False: no ``usage`` object, as llama.cpp's server streams one-token answers
 
 
 @dataclass(frozen=True)
@@ -422,6 +423,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body, action.content, action.model, action.prompt_tokens, action.completion_tokens, action.finish_reason,
                 action.top_logprobs,
             )
+            if not action.usage:
+                del payload["usage"]
             self._send(200, payload)
             rec.responded_at = time.monotonic()
             return

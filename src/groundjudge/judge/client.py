@@ -85,6 +85,7 @@ class CallResult:
     attempts: int  # transient retries included
     requests: int  # HTTP requests made, structured-output negotiation included
     mode: OutputMode | None
+    metered: bool = True  # False: the endpoint reported no token counts (the zeros are unknowns)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class TokenAnswer:
     completion_tokens: int
     attempts: int
     requests: int
+    metered: bool = True  # False: the endpoint reported no token counts (the zeros are unknowns)
 
 
 def response_format(mode: OutputMode, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -270,7 +272,7 @@ class JudgeClient:
         return CallResult(raw=raw, model=response.model,
                           prompt_tokens=usage.prompt_tokens if usage else 0,
                           completion_tokens=usage.completion_tokens if usage else 0,
-                          attempts=attempts, requests=requests, mode=mode)
+                          attempts=attempts, requests=requests, mode=mode, metered=usage is not None)
 
     async def ask_token(self, messages: list[dict[str, str]], *, max_tokens: int = 1,
                         top_logprobs: int = 10) -> TokenAnswer:
@@ -299,7 +301,7 @@ class JudgeClient:
         return TokenAnswer(text=text, tokens=tokens, model=response.model,
                            prompt_tokens=usage.prompt_tokens if usage else 0,
                            completion_tokens=usage.completion_tokens if usage else 0,
-                           attempts=attempts, requests=requests)
+                           attempts=attempts, requests=requests, metered=usage is not None)
 
     async def close(self) -> None:
         await self._client.close()

@@ -180,7 +180,8 @@ class JudgeEngine:
         if result is not None:
             used = Usage(requests=requests, prompt_tokens=result.prompt_tokens,
                          completion_tokens=result.completion_tokens,
-                         cost_usd=self.pricing.cost(result.prompt_tokens, result.completion_tokens))
+                         cost_usd=self.pricing.cost(result.prompt_tokens, result.completion_tokens),
+                         unmetered=0 if result.metered else 1)
             self.totals.mode = result.mode
         out.usage = out.usage + used
         self.totals.usage = self.totals.usage + used
@@ -312,7 +313,8 @@ class JudgeEngine:
         if answer is not None:
             used = Usage(requests=requests, prompt_tokens=answer.prompt_tokens,
                          completion_tokens=answer.completion_tokens,
-                         cost_usd=self.pricing.cost(answer.prompt_tokens, answer.completion_tokens))
+                         cost_usd=self.pricing.cost(answer.prompt_tokens, answer.completion_tokens),
+                         unmetered=0 if answer.metered else 1)
         out.usage = out.usage + used
         self.totals.usage = self.totals.usage + used
 

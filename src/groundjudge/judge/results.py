@@ -32,15 +32,33 @@ class Usage(_Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    # replies whose endpoint reported no token counts (llama.cpp's server streaming one-token
+    # answers, say): their tokens are not in the sums above, which are then a lower bound
+    unmetered: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(requests=self.requests + other.requests, prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
-                     cost_usd=self.cost_usd + other.cost_usd)
+                     cost_usd=self.cost_usd + other.cost_usd, unmetered=self.unmetered + other.unmetered)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def tokens_text(self) -> str:
+        """The token count as a person should read it: with how many replies it leaves out.
+
+        >>> Usage(requests=3, prompt_tokens=90, unmetered=1).tokens_text()
+        '90 tokens (+ 1 reply with no token count)'
+        >>> Usage(requests=2, unmetered=2).tokens_text()
+        'tokens not reported (2 replies)'
+        """
+        if not self.unmetered:
+            return f"{self.tokens} tokens"
+        replies = f"{self.unmetered} repl{'y' if self.unmetered == 1 else 'ies'}"
+        if self.tokens == 0:
+            return f"tokens not reported ({replies})"
+        return f"{self.tokens} tokens (+ {replies} with no token count)"
 
     @staticmethod
     def total(items: Iterable[Usage]) -> Usage:

@@ -55,6 +55,9 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     out += ["", f"Calls: {u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} "
             f"completion tokens, ${u['cost_usd']:.4f}. Cache: {t['cache_hits']} hits, {cache['entries']} entries "
             f"({cache['size_bytes']} bytes) in `{cache['directory']}`."]
+    if u.get("unmetered"):
+        out[-1] += (f" {u['unmetered']} of the replies came with no token count from the endpoint, so the "
+                    "token figures leave them out.")
     if t["stopped"]:
         out += ["", f"**The judge stopped sending**: {t['stopped']}"]
     skips = judge["skip_reasons"]
