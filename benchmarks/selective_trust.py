@@ -75,9 +75,13 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def confidence_of(row: dict[str, Any]) -> float | None:
     """P(faithful) as the judge reports it: the answer's confidence (``score``: its lowest claim
-    support, centred on the rubric's threshold), None where a claim has no support probability."""
+    support, centred on the rubric's threshold), None where a checked claim has no support
+    probability (an endpoint without token probabilities); unchecked claims (claim_check v4)
+    have none by design and do not count."""
     supports = row.get("supports")
-    if supports is not None and (not supports or any(s is None for s in supports)):
+    verdicts = row.get("verdicts") or [None] * len(supports or [])
+    if supports is not None and (not supports or any(s is None and v != "unchecked"
+                                                     for s, v in zip(supports, verdicts))):
         return None
     return None if row.get("score") is None else float(row["score"])
 
