@@ -175,6 +175,26 @@ def test_a_report_of_schema_version_1_is_refused_by_name(run_dir, tmp_path):
     assert "report schema version 1 is not readable here" in result.output and "run `groundjudge run` again" in result.output
 
 
+def test_a_report_of_schema_version_2_is_still_read(run_dir, tmp_path):
+    # version 3 only added the `unchecked` claim verdict and `usage.unmetered`
+    old = json.loads((run_dir / "out" / "report.json").read_text())
+    assert old["schema_version"] == 3
+    old["schema_version"] = 2
+    for claim in (c for cfg in old["judge"]["per_config"].values() for r in cfg["cases"].values() for c in r["claims"]):
+        assert claim["verdict"] != "unchecked"
+    usages = [old["judge"]["totals"]["usage"], *(r["usage"] for cfg in old["judge"]["per_config"].values()
+                                                 for r in cfg["cases"].values())]
+    for usage in usages:
+        usage.pop("unmetered")
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(old))
+    result = CliRunner().invoke(main, ["calibrate", "--report", str(path), "--labels",
+                                       str(ROOT / "calibration" / "labels" / "example_rater_a.jsonl"),
+                                       "--records-dir", str(tmp_path / "records")])
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "records").glob("*.json"))
+
+
 def test_report_says_which_configs_are_gated_and_leaks_elsewhere_do_not_block(run_dir):
     report = json.loads((run_dir / "out" / "report.json").read_text())
     assert report["gates"]["gated_configs"] == ["candidate"]

@@ -256,7 +256,10 @@ def input_schema(name: str) -> dict[str, Any]:
 
 
 # The version of metrics.json and report.json: readers refuse other versions by name.
-REPORT_SCHEMA_VERSION = 2
+# 3 adds the claim verdict and class ``unchecked`` (claim_check v4) and ``usage.unmetered``;
+# a version-2 document is a valid version-3 one, so readers take both.
+REPORT_SCHEMA_VERSION = 3
+READABLE_REPORT_VERSIONS = (2, 3)
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "golden": GoldenCase,

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundjudge.contracts import REPORT_SCHEMA_VERSION, HumanLabel
+from groundjudge.contracts import READABLE_REPORT_VERSIONS, REPORT_SCHEMA_VERSION, HumanLabel
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.judge.results import CriterionInfo, JudgeRun
 from groundjudge.load.records import read_records, read_text
@@ -53,7 +53,7 @@ def verdicts_from_report(path: Path) -> JudgeRun:
     if not isinstance(doc, dict) or not isinstance(doc.get("judge"), dict):
         raise InputError.one(path, None, "judge", "not a `groundjudge run` report (no judge section)")
     version = doc.get("schema_version")
-    if version != REPORT_SCHEMA_VERSION:
+    if version not in READABLE_REPORT_VERSIONS:
         raise InputError.one(path, None, "schema_version",
                              f"report schema version {version} is not readable here (this groundjudge reads "
                              f"version {REPORT_SCHEMA_VERSION}); run `groundjudge run` again with the same inputs "

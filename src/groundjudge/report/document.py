@@ -3,7 +3,8 @@
 Both are built from the typed run once, at the edge, and their JSON Schemas
 (``groundjudge schema metrics|report``) are generated from these same models, so the published
 schema cannot drift from what is written. ``schema_version`` 2 is the first version built
-this way; readers name the version they found when they cannot read it.
+this way (3 adds the ``unchecked`` claim verdict and ``usage.unmetered``); readers name the
+version they found when they cannot read it.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class MetricsSettings(_Doc):
 class MetricsDocument(_Doc):
     """``metrics.json``: everything the deterministic stage found."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     kind: Literal["groundjudge.metrics", "groundjudge.report"] = "groundjudge.metrics"
     provenance: Provenance
     inputs: dict[str, str]
