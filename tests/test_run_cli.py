@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from click.testing import CliRunner
 from groundjudge.cli import main
 from groundjudge.judge.rubric import read_lock
 from tests.support.judge_replies import question_in_request, verdict_for_request
-from tests.support.waiting import wait_for
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "groundjudge.toml"
@@ -189,7 +188,6 @@ def test_bad_inputs_are_reported_before_the_embedded_judge_is_touched(tmp_path: 
     """No judge configured means the embedded one, yet bad inputs stop the run first: the model is
     not assembled, no server starts, nothing is written."""
     env = {**cli_env(), "GROUNDJUDGE_MODELS_DIR": str(tmp_path / "models")}
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "groundjudge.cli", "run", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
@@ -197,7 +195,7 @@ def test_bad_inputs_are_reported_before_the_embedded_judge_is_touched(tmp_path: 
     assert ("give --golden" in proc.stderr) if not args else ("missing.jsonl" in proc.stderr)
     assert not (tmp_path / "models").exists() and not (tmp_path / "cache").exists()
     assert not (tmp_path / "runs").exists()
-    assert "embedded judge" not in proc.stderr and time.monotonic() - started < 120
+    assert "embedded judge" not in proc.stderr
 
 
 def test_a_fully_cached_run_never_starts_the_embedded_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
