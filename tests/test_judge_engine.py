@@ -292,3 +292,57 @@ def test_mixed_faults_each_item_ends_honestly(tmp_path: Path) -> None:
     assert outcomes[3].reason.startswith("invalid verdict after one repair")
     assert outcomes[4].reason.startswith("invalid verdict after one repair")
     assert engine.totals.errors == 3 and engine.totals.usage.requests == 10
+
+
+def test_cache_lookups_on_two_cores_give_what_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                ) -> None:
+    """The cached pass split over a forked worker: the same outcomes in the same order, the same
+    totals and cache counters, for valid cached verdicts, cached invalid replies and misses."""
+    from groundjudge import parallel
+    from groundjudge.judge.cache import CachedReply
+    from groundjudge.judge.client import JudgeUnreachable
+
+    items = [make_item(n) for n in range(40)]
+    cache = JudgeCache(tmp_path / "cache")
+    probe = JudgeEngine(rubric=RUBRIC, cache=cache, model="m")
+    for n, item in enumerate(items):
+        if n % 9 == 4:
+            continue  # not in the cache: needs a call, and the endpoint is down
+        raw = "not json" if n % 7 == 2 else json.dumps(verdict_dict([cid for cid, _ in item.contexts]))
+        cache.put(probe.key(item), CachedReply(raw=raw, model="m", prompt_tokens=1, completion_tokens=1,
+                                               created=1.0, repaired=True))
+    cache.close()
+
+    def unreachable() -> JudgeClient:
+        raise JudgeUnreachable("endpoint down", 0)
+
+    def judged(workers: str) -> tuple[list[dict[str, Any]], dict[str, Any], tuple[int, int], list[int]]:
+        monkeypatch.setenv("GROUNDJUDGE_WORKERS", workers)
+        seen: list[int] = []
+        run_cache = JudgeCache(tmp_path / "cache")
+        engine = JudgeEngine(rubric=RUBRIC, cache=run_cache, model="m", connect=unreachable, retry_errors=False,
+                             on_progress=lambda t: seen.append(t.done))
+        try:
+            outcomes = asyncio.run(engine.run(items, [f"why {n}" for n in range(len(items))]))
+        finally:
+            run_cache.close()
+        dumped = [o.model_dump(by_alias=True, exclude={"seconds"}) for o in outcomes]
+        return dumped, engine.totals.__dict__, (run_cache.hits, run_cache.misses), seen
+
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    forks: list[int] = []
+    real = parallel.os.fork
+    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
+    alone = judged("1")
+    assert forks == []
+    split = judged("2")
+    assert forks == [1]
+    assert split == alone
+    dumped, totals, counters, progress = alone
+    missing, invalid = [n for n in range(40) if n % 9 == 4], [n for n in range(40) if n % 7 == 2]
+    assert [n for n, d in enumerate(dumped) if d["status"] == "judge_error"] == sorted(missing + invalid)
+    assert all(dumped[n]["reason"].startswith("invalid verdict (cached reply)") for n in invalid)
+    assert all("endpoint down" in dumped[n]["reason"] for n in missing)
+    assert totals["cache_hits"] == 40 - len(missing) and totals["done"] == 40 and totals["errors"] == 10
+    assert counters == (40 - len(missing), len(missing))
+    assert sorted(progress) == list(range(1, 41))
