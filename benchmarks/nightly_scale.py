@@ -118,15 +118,21 @@ def verdict(context_ids: list[str]) -> str:
         "correctness": 3, "reason": "the main fact is in the context"})
 
 
+def cpu_seconds() -> float:
+    """User + system time of this process and of its workers that have ended (forked ones)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class Stages:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
     def run(self, name: str, fn: Any) -> Any:
         before = rss_mb()
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started, cpu_started = time.perf_counter(), cpu_seconds()
         out = fn()
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
         self.rows.append({"stage": name, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
                           "rss_growth_mb": round(rss_mb() - before), "max_rss_mb": round(max_rss_mb())})
         print(f"  {name:34s} {seconds:8.2f} s  (CPU {cpu:6.2f} s)   max RSS {max_rss_mb():7.0f} MB   "
@@ -143,16 +149,56 @@ CLI_WRAPPER = ("import sys\n"
                "main()\n")
 
 
-def run_child(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, float, str]:
-    """(exit code, wall s, CPU s (user + system), max RSS MB, stderr) of one child process."""
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """(PSS, RSS) in MB summed over ``pid`` and its children (a run's forked workers): the
+    kernel's max RSS of one process does not count a worker's own memory."""
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            pids += [int(p) for p in handle.read().split()]
+    except OSError:
+        return 0.0, 0.0
+    pss = rss = 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1]) / 1024
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1]) / 1024
+        except OSError:
+            pass
+    return pss, rss
+
+
+def run_child(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, float, str, float, float]:
+    """(exit code, wall s, CPU s (user + system, workers included), max RSS MB of the largest
+    process, stderr, peak summed PSS MB, peak summed RSS MB) of one child process and its workers.
+    The sums are sampled every 0.5 s, so a peak shorter than that can be missed."""
+    import threading
+
+    peaks = [0.0, 0.0]
+    done = threading.Event()
+
+    def sample(pid: int) -> None:
+        while not done.wait(0.5):
+            pss, rss = tree_memory_mb(pid)
+            peaks[0], peaks[1] = max(peaks[0], pss), max(peaks[1], rss)
+
     with open(cwd / "cli.stderr", "w+") as err:
         started = time.perf_counter()
         child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
+        done.set()
+        sampler.join()
         child.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        return child.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err.read()
+        return (child.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err.read(),
+                peaks[0], peaks[1])
 
 
 def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
@@ -224,6 +270,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
     parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the set a --keep run left in --dir (same --cases and --seed); the cache is made again")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
                         help="in-process stages without the CLI's collector settings (for comparison)")
@@ -237,11 +285,16 @@ def main() -> int:
         args.in_process.write_text(json.dumps(in_process(folder, args.gc_freeze)))
         return 0
 
-    if folder.exists():
-        shutil.rmtree(folder)
-    print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
     setup = Stages()
-    setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
+    if args.reuse and (folder / "groundjudge.toml").exists():
+        print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder} (reused)", flush=True)
+        shutil.rmtree(folder / "runs", ignore_errors=True)
+        shutil.rmtree(folder / "cache", ignore_errors=True)
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
+        setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
     size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
     print(f"  input files: {size / 2**20:.0f} MB", flush=True)
     env = {"PYTHONPATH": str(args.src.resolve()), "PATH": "/usr/bin:/bin"}
@@ -258,7 +311,7 @@ def main() -> int:
 
     cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
            "--out", str(folder / "runs" / "cli"), "--quiet"]
-    code, cli_seconds, cli_cpu, cli_rss, stderr = run_child(cli, folder, env)
+    code, cli_seconds, cli_cpu, cli_rss, stderr, tree_pss, tree_rss = run_child(cli, folder, env)
     if code not in (0, 1):
         print(stderr[-3000:], file=sys.stderr)
         return 1
@@ -267,6 +320,8 @@ def main() -> int:
     print(f"  {'cached re-run, `groundjudge run`':34s} {cli_seconds:8.2f} s  (CPU {cli_cpu:6.2f} s)   max RSS "
           f"{cli_rss:7.0f} MB (exit {code}, {report['judge']['totals']['cache_hits']} cache hits, 0 requests)",
           flush=True)
+    print(f"  {'':34s} {'':8s}    peak memory of the process and its workers (sampled every 0.5 s): "
+          f"PSS {tree_pss:.0f} MB, RSS {tree_rss:.0f} MB (shared pages counted in each)", flush=True)
     print(f"\nin-process stages: {in_process_s:.1f} s; cached re-run (CLI): {cli_seconds:.1f} s (CPU {cli_cpu:.1f} s), "
           f"{cli_rss:.0f} MB; goal at 100,000 x 2: < 60 s and < 2048 MB; load average {os.getloadavg()}", flush=True)
     if args.json:
@@ -276,7 +331,8 @@ def main() -> int:
             "setup": setup.rows + inner["setup"], "stages": inner["stages"], "judged_items": inner["judged_items"],
             "report_files_mb": inner["report_files_mb"],
             "cached_rerun_cli": {"seconds": round(cli_seconds, 2), "cpu_seconds": round(cli_cpu, 2),
-                                 "max_rss_mb": round(cli_rss), "exit_code": code},
+                                 "max_rss_mb": round(cli_rss), "exit_code": code,
+                                 "tree_peak_pss_mb": round(tree_pss), "tree_peak_rss_mb": round(tree_rss)},
             "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}, indent=1) + "\n")
     if not args.keep:
         shutil.rmtree(folder)

@@ -346,3 +346,32 @@ def test_cache_lookups_on_two_cores_give_what_one_process_gives(tmp_path: Path, 
     assert totals["cache_hits"] == 40 - len(missing) and totals["done"] == 40 and totals["errors"] == 10
     assert counters == (40 - len(missing), len(missing))
     assert sorted(progress) == list(range(1, 41))
+
+
+def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
+    """Cached verdicts share one record of which fields were set (memory on nightly runs); it
+    is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+    from groundjudge.judge.cache import CachedReply
+
+    items = [make_item(n) for n in range(3)]
+    cache = JudgeCache(tmp_path / "cache")
+    engine = JudgeEngine(rubric=RUBRIC, cache=cache, model="m")
+    for item in items:
+        cache.put(engine.key(item), CachedReply(raw=json.dumps(verdict_dict([cid for cid, _ in item.contexts])),
+                                                model="m", prompt_tokens=1, completion_tokens=1, created=1.0))
+    try:
+        outcomes = asyncio.run(engine.run(items))
+    finally:
+        cache.close()
+    first, second = outcomes[0], outcomes[1]
+    assert first.model_fields_set is second.model_fields_set
+    fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
+    assert fresh.model_fields_set == first.model_fields_set and fresh == first
+    assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
+    claims = [c for o in outcomes for c in o.claims]
+    assert len({id(c.model_fields_set) for c in claims}) == 1
+    copied = first.model_copy(update={"judge_reason": "changed"})
+    assert copied.model_fields_set is not first.model_fields_set
+    assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
+    with pytest.raises(Exception):
+        first.judge_reason = "no"  # type: ignore[misc]

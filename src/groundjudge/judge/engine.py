@@ -20,7 +20,8 @@ from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
 from groundjudge.judge.render import JudgeItem, render_messages
-from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage
+from groundjudge.judge.results import (CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage,
+                                       with_shared_fields_set)
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
@@ -73,18 +74,19 @@ class _Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return CaseJudgement(
+        return with_shared_fields_set(CaseJudgement(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
             nuggets=self.nuggets if judged else [],
             judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
-            cache_key=self.cache_key, raw=self.raw)
+            cache_key=self.cache_key, raw=self.raw))
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
-                        klass=c.triage_class) for c in verdict.claims]
+    return [with_shared_fields_set(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
+                                               support=list(c.support), klass=c.triage_class))
+            for c in verdict.claims]
 
 
 _VALUES: dict[tuple[Any, ...], CriterionValue] = {}
