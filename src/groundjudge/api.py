@@ -332,7 +332,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them). With ``history``, the run is
     appended to that history first and the HTML shows its trend. Returns report.json's content."""
-    from groundjudge.files import write_chunks_atomic, write_json_atomic, write_text_atomic
+    from groundjudge.files import json_chunks, write_beside, write_json_atomic, write_text_atomic
+    from groundjudge.parallel import MIN_ITEMS, Background
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -346,18 +347,43 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     typed = report_document(result)
     trend = record_history(result, typed, out_dir, history) if history is not None else None
     doc = as_json_dict(typed)
-    triage = triage_records(result.dataset, doc)
-    text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
-    if profile is not None:
-        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
-        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
-    write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
-    write_text_atomic(out_dir / "report.md", text)
-    write_chunks_atomic(out_dir / "triage.jsonl", jsonl_lines(triage))
-    write_chunks_atomic(out_dir / "triage.md", triage_markdown_chunks(triage, doc))
+
+    def triage_files() -> list[Path]:
+        triage = triage_records(result.dataset, doc)
+        lines = write_beside(out_dir / "triage.jsonl", jsonl_lines(triage))
+        try:
+            return [lines, write_beside(out_dir / "triage.md", triage_markdown_chunks(triage, doc))]
+        except BaseException:
+            _remove([lines])
+            raise
+
+    # report.json, report.md and the triage files are each written complete beside their place
+    # first (the triage files by a forked worker on a large run, while this process writes the
+    # report), then put in place in this order; a failure in any of them leaves all four as they were.
+    triage = Background(triage_files, enabled=pairs >= MIN_ITEMS, discard=_remove)
+    written: list[Path] = []
+    try:
+        text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
+        text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
+        if profile is not None:
+            write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+            write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+            text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
+        written.append(write_beside(out_dir / "report.json",
+                                    json_chunks(doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)))
+        written.append(write_beside(out_dir / "report.md", (text,)))
+    except BaseException:
+        triage.cancel()
+        _remove(written)
+        raise
+    try:
+        written += triage.result()
+        for tmp, name in zip(written, ("report.json", "report.md", "triage.jsonl", "triage.md")):
+            os.replace(tmp, out_dir / name)
+    except BaseException:
+        _remove(written)
+        raise
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))
@@ -366,6 +392,11 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(render_gates_markdown(doc["gates"]) + "\n")
     return doc
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
 
 
 # --- deterministic metrics only ------------------------------------------------------------

@@ -89,3 +89,65 @@ def _receive(pipe: Any) -> list[Any] | None:
         return pickle.load(pipe)
     except Exception:  # a truncated or empty stream: the worker failed
         return None
+
+
+class Background:
+    """``fn()`` in a forked worker while the parent goes on; ``result()`` waits for it.
+
+    For a pure ``fn`` whose result is small to send back (the worker shares the parent's data
+    as it was at the fork). When no worker may be used (``enabled`` false, or see
+    ``workers_allowed``) ``result()`` calls ``fn()`` in the parent; so it does when the worker
+    failed, which gives the same result or raises ``fn``'s error here. ``discard(result)``
+    undoes what a result left behind (temporary files, say) when the parent gives up on it:
+    ``cancel()``, called where the parent fails before it needs the result.
+    """
+
+    def __init__(self, fn: Callable[[], R], *, enabled: bool = True,
+                 discard: Callable[[R], Any] | None = None) -> None:
+        self.fn, self.discard = fn, discard
+        self._pid: int | None = None
+        self._pipe: Any = None
+        if not (enabled and workers_allowed()):
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(read_end)
+                with open(write_end, "wb") as out:
+                    pickle.dump([fn()], out, protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            except BaseException:  # the parent does it again, and reports any error
+                pass
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        self._pid, self._pipe = pid, open(read_end, "rb")
+
+    @property
+    def forked(self) -> bool:
+        return self._pid is not None
+
+    def _collect(self) -> tuple[bool, Any]:
+        """(the worker succeeded, its result); the worker is reaped either way."""
+        pid, pipe = self._pid, self._pipe
+        self._pid = self._pipe = None
+        if pid is None:
+            return False, None
+        try:
+            sent = _receive(pipe)
+        finally:
+            pipe.close()
+            _, status = os.waitpid(pid, 0)
+        ok = os.waitstatus_to_exitcode(status) == 0 and sent is not None
+        return ok, sent[0] if ok else None
+
+    def result(self) -> R:
+        ok, value = self._collect()
+        return value if ok else self.fn()
+
+    def cancel(self) -> None:
+        ok, value = self._collect()
+        if ok and self.discard is not None:
+            self.discard(value)
