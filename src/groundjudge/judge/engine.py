@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from groundjudge.contracts import with_shared_fields_set
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
 from groundjudge.judge.render import JudgeItem, render_messages
-from groundjudge.judge.results import (CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage,
-                                       with_shared_fields_set)
+from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict

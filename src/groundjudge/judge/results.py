@@ -8,7 +8,7 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,7 +16,6 @@ Status = Literal["judged", "judge_error", "skipped"]
 ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted"]
 ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted"]
 Label = bool | int
-M = TypeVar("M", bound=BaseModel)
 
 
 class _Frozen(BaseModel):
@@ -199,23 +198,6 @@ class JudgeRun(_Frozen):
 
     def criterion_for_metric(self, metric: str) -> CriterionInfo | None:
         return next((c for c in self.criteria if c.metric == metric), None)
-
-
-_FIELDS_SETS: dict[type, set[str]] = {}
-
-
-def with_shared_fields_set(model: M) -> M:
-    """``model``, its record of the fields set when it was made shared with the last model of
-    its kind that had the same: a nightly run holds hundreds of thousands of verdicts and
-    claims, each with its own set of a dozen names otherwise (about 0.5-0.7 KB each). The
-    models are frozen, so pydantic never adds to the set; a copy gets a set of its own."""
-    fields = model.__pydantic_fields_set__
-    seen = _FIELDS_SETS.get(type(model))
-    if seen is not None and seen == fields:
-        object.__setattr__(model, "__pydantic_fields_set__", seen)
-    else:
-        _FIELDS_SETS[type(model)] = fields
-    return model
 
 
 def summarize_config(cases: dict[str, CaseJudgement], criteria: list[CriterionInfo]) -> ConfigJudgeSummary:
