@@ -103,3 +103,27 @@ def test_hooks_run_before_the_fork_and_in_the_worker(forks: list[int]) -> None:
                     in_worker=lambda: flag.update(worker=True))
     assert out == [False] * 3 + [True] * 3
     assert seen == ["before"]
+
+
+def test_background_gives_the_workers_result_or_does_it_here(forks: list[int], tmp_path) -> None:
+    from groundjudge.parallel import Background
+
+    parent = os.getpid()
+    job = Background(lambda: os.getpid())
+    assert job.forked and job.result() == forks[-1] != parent
+    assert Background(lambda: None).result() is None  # a result of None is not a failure
+    assert Background(lambda: os.getpid(), enabled=False).result() == parent
+
+    def fails_in_worker() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("worker broke")
+        return 42
+
+    assert Background(fails_in_worker).result() == 42
+    made = tmp_path / "made"
+    discarded: list[str] = []
+    job = Background(lambda: made.write_text("x") and str(made), discard=discarded.append)
+    job.cancel()  # the parent gave up: the worker is reaped and what it left is discarded
+    assert discarded == [str(made)] and made.exists()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forks[-1], os.WNOHANG)

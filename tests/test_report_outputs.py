@@ -239,36 +239,51 @@ def test_a_large_run_writes_the_same_report_compact_and_in_pieces(run_dir, tmp_p
 def _cached_run(run_dir: Path, out: Path, *extra: str):
     return CliRunner().invoke(main, [
         "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", "http://127.0.0.1:9/v1",
-        "--judge-model", DEFAULT_MODEL, "--cache-dir", str(run_dir / "cache"), "--out", str(out), "--quiet",
-        "--no-history", *extra])
+        "--judge-model", DEFAULT_MODEL, "--cache-dir", str(run_dir / "cache"), "--out", str(out), "--quiet", *extra])
+
+
+def _history_rows(path: Path) -> list:
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        runs = [json.loads(s) for (s,) in conn.execute("SELECT summary FROM runs ORDER BY id")]
+        for r in runs:
+            r.pop("started_at")
+        return [runs, conn.execute("SELECT run_id, config, ids FROM run_cases ORDER BY config").fetchall(),
+                conn.execute("SELECT * FROM run_values ORDER BY config, metric").fetchall()]
 
 
 def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch):
-    """Metrics, the cached judge pass and the triage files split over forked workers (as on a
-    nightly run): every output file has the same bytes as the one-process run's."""
+    """Metrics, the cached judge pass, the history entry and the triage files split over forked
+    workers (as on a nightly run): every output file has the same bytes as the one-process
+    run's, and the history the same row."""
     from groundjudge import parallel
 
     for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(var, raising=False)
+    out, history = tmp_path / "out", tmp_path / "history.sqlite"
     monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
-    alone = _cached_run(run_dir, tmp_path / "alone")
+    alone = _cached_run(run_dir, out, "--history", str(history))
+    out.rename(tmp_path / "alone")
+    history.rename(tmp_path / "alone.sqlite")
     monkeypatch.delenv("GROUNDJUDGE_WORKERS")
     monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
     forks: list[int] = []
     real = parallel.os.fork
     monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
-    split = _cached_run(run_dir, tmp_path / "split")
+    split = _cached_run(run_dir, out, "--history", str(history))
     assert alone.exit_code == split.exit_code and alone.exit_code in (0, 1), (alone.output, split.output)
-    assert len(forks) == 3  # metrics, judge pass, triage files
+    assert len(forks) == 4  # metrics, judge pass, history entry, triage files
     names = sorted(p.name for p in (tmp_path / "alone").iterdir())
-    assert names == sorted(p.name for p in (tmp_path / "split").iterdir())
+    assert names == sorted(p.name for p in out.iterdir())
     assert {"report.json", "report.md", "report.html", "triage.jsonl", "triage.md"} <= set(names)
     for name in names:
-        assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "split" / name).read_bytes(), name
+        assert (tmp_path / "alone" / name).read_bytes() == (out / name).read_bytes(), name
+    assert _history_rows(tmp_path / "alone.sqlite") == _history_rows(history)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_failing_triage_leaves_the_reports_as_they_were(run_dir, tmp_path, monkeypatch, workers):
+def test_a_failing_triage_leaves_the_reports_and_history_as_they_were(run_dir, tmp_path, monkeypatch, workers):
     from groundjudge import parallel
     from groundjudge.report import triage
 
@@ -285,7 +300,8 @@ def test_a_failing_triage_leaves_the_reports_as_they_were(run_dir, tmp_path, mon
         raise RuntimeError("triage broke")
 
     monkeypatch.setattr(triage, "triage_records", broken)
-    result = _cached_run(run_dir, out)
+    result = _cached_run(run_dir, out, "--history", str(tmp_path / "history.sqlite"))
     assert isinstance(result.exception, RuntimeError) and "triage broke" in str(result.exception)
     assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md", "triage.jsonl", "triage.md"]
     assert all((out / name).read_text() == "old\n" for name in ("report.json", "report.md", "triage.jsonl", "triage.md"))
+    assert not (tmp_path / "history.sqlite").exists()
