@@ -130,10 +130,11 @@ class Stages:
 
     def run(self, name: str, fn: Any) -> Any:
         before = rss_mb()
-        started, cpu_started = time.perf_counter(), cpu_seconds()
+        started, cpu_started, wall_from = time.perf_counter(), cpu_seconds(), time.time()
         out = fn()
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
-        self.rows.append({"stage": name, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
+        self.rows.append({"stage": name, "wall_from": round(wall_from, 2), "wall_to": round(time.time(), 2),
+                          "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
                           "rss_growth_mb": round(rss_mb() - before), "max_rss_mb": round(max_rss_mb())})
         print(f"  {name:34s} {seconds:8.2f} s  (CPU {cpu:6.2f} s)   max RSS {max_rss_mb():7.0f} MB   "
               f"(+{rss_mb() - before:.0f} MB)", flush=True)
@@ -149,15 +150,16 @@ CLI_WRAPPER = ("import sys\n"
                "main()\n")
 
 
-def tree_memory_mb(pid: int) -> tuple[float, float]:
-    """(PSS, RSS) in MB summed over ``pid`` and its children (a run's forked workers): the
-    kernel's max RSS of one process does not count a worker's own memory."""
+def tree_memory_mb(pid: int) -> tuple[float, float, int]:
+    """(PSS, RSS) in MB summed over ``pid`` and its children (a run's forked workers), and how
+    many processes that was: the kernel's max RSS of one process does not count a worker's own
+    memory (the pages it copied on writing, what it made)."""
     pids = [pid]
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as handle:
             pids += [int(p) for p in handle.read().split()]
     except OSError:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0
     pss = rss = 0.0
     for p in pids:
         try:
@@ -169,26 +171,31 @@ def tree_memory_mb(pid: int) -> tuple[float, float]:
                         rss += int(line.split()[1]) / 1024
         except OSError:
             pass
-    return pss, rss
+    return pss, rss, len(pids)
 
 
-def run_child(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, float, str, float, float]:
+def run_child(command: list[str], cwd: Path, env: dict[str, str], *, show_output: bool = False,
+              ) -> tuple[int, float, float, float, str, float, float, list[list[float]]]:
     """(exit code, wall s, CPU s (user + system, workers included), max RSS MB of the largest
-    process, stderr, peak summed PSS MB, peak summed RSS MB) of one child process and its workers.
-    The sums are sampled every 0.5 s, so a peak shorter than that can be missed."""
+    process, stderr, peak summed PSS MB, peak summed RSS MB, samples [time.time(), PSS MB,
+    processes]) of one child process and its workers. The sums are sampled every 0.5 s, so a
+    peak shorter than that can be missed."""
     import threading
 
     peaks = [0.0, 0.0]
+    timeline: list[list[float]] = []
     done = threading.Event()
 
     def sample(pid: int) -> None:
         while not done.wait(0.5):
-            pss, rss = tree_memory_mb(pid)
+            pss, rss, n = tree_memory_mb(pid)
             peaks[0], peaks[1] = max(peaks[0], pss), max(peaks[1], rss)
+            timeline.append([round(time.time(), 2), round(pss), n])
 
     with open(cwd / "cli.stderr", "w+") as err:
         started = time.perf_counter()
-        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=None if show_output else subprocess.DEVNULL,
+                                 stderr=None if show_output else err)
         sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
         sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
@@ -198,7 +205,7 @@ def run_child(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, 
         child.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         return (child.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err.read(),
-                peaks[0], peaks[1])
+                peaks[0], peaks[1], timeline)
 
 
 def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
@@ -304,14 +311,21 @@ def main() -> int:
     child = [sys.executable, __file__, "--cases", str(args.cases), "--dir", str(args.dir), "--in-process", str(figures)]
     if not args.gc_freeze:
         child.append("--no-gc-freeze")
-    if subprocess.run(child, env=env, check=False).returncode != 0:
+    code, *_, inner_timeline = run_child(child, folder, env, show_output=True)
+    if code != 0:
         return 1
     inner = json.loads(figures.read_text())
+    for row in inner["stages"]:  # the peak summed PSS of the process and its workers during each stage
+        during = [pss for t, pss, _ in inner_timeline if row["wall_from"] <= t <= row["wall_to"]]
+        row["tree_peak_pss_mb"] = max(during) if during else None
+        print(f"  {row['stage']:34s} peak PSS of the process and its workers: {row['tree_peak_pss_mb']} MB",
+              flush=True)
     in_process_s = sum(r["seconds"] for r in inner["stages"])
 
     cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
            "--out", str(folder / "runs" / "cli"), "--quiet"]
-    code, cli_seconds, cli_cpu, cli_rss, stderr, tree_pss, tree_rss = run_child(cli, folder, env)
+    code, cli_seconds, cli_cpu, cli_rss, stderr, tree_pss, tree_rss, timeline = run_child(cli, folder, env)
+    timeline = [[round(t - timeline[0][0] + 0.5, 1), pss, n] for t, pss, n in timeline] if timeline else []
     if code not in (0, 1):
         print(stderr[-3000:], file=sys.stderr)
         return 1
@@ -332,7 +346,8 @@ def main() -> int:
             "report_files_mb": inner["report_files_mb"],
             "cached_rerun_cli": {"seconds": round(cli_seconds, 2), "cpu_seconds": round(cli_cpu, 2),
                                  "max_rss_mb": round(cli_rss), "exit_code": code,
-                                 "tree_peak_pss_mb": round(tree_pss), "tree_peak_rss_mb": round(tree_rss)},
+                                 "tree_peak_pss_mb": round(tree_pss), "tree_peak_rss_mb": round(tree_rss),
+                                 "tree_pss_timeline_s_mb_processes": timeline},
             "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}, indent=1) + "\n")
     if not args.keep:
         shutil.rmtree(folder)

@@ -351,6 +351,8 @@ def test_cache_lookups_on_two_cores_give_what_one_process_gives(tmp_path: Path, 
 def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
     """Cached verdicts share one record of which fields were set (memory on nightly runs); it
     is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+    from pydantic import ValidationError
+
     from groundjudge.judge.cache import CachedReply
 
     items = [make_item(n) for n in range(3)]
@@ -373,5 +375,5 @@ def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path
     copied = first.model_copy(update={"judge_reason": "changed"})
     assert copied.model_fields_set is not first.model_fields_set
     assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         first.judge_reason = "no"  # type: ignore[misc]

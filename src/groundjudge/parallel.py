@@ -65,12 +65,12 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
             with open(write_end, "wb", buffering=1 << 20) as out:
                 pickle.dump(fn(second), out, protocol=pickle.HIGHEST_PROTOCOL)
             code = 0
-        except BaseException:  # the parent computes this half itself and reports any error
+        except BaseException:  # noqa: BLE001, S110 - the parent computes this half itself and reports any error
             pass
         finally:
             os._exit(code)
     os.close(write_end)
-    pipe = open(read_end, "rb", buffering=1 << 20)
+    pipe = open(read_end, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below, before the wait
     try:
         mine = fn(first)
         theirs = _receive(pipe)
@@ -87,7 +87,7 @@ def _receive(pipe: Any) -> list[Any] | None:
     """The worker's results, or None when it sent none (it failed before or while sending)."""
     try:
         return pickle.load(pipe)
-    except Exception:  # a truncated or empty stream: the worker failed
+    except Exception:  # noqa: BLE001 - a truncated or empty stream: the worker failed
         return None
 
 
@@ -118,12 +118,12 @@ class Background:
                 with open(write_end, "wb") as out:
                     pickle.dump([fn()], out, protocol=pickle.HIGHEST_PROTOCOL)
                 code = 0
-            except BaseException:  # the parent does it again, and reports any error
+            except BaseException:  # noqa: BLE001, S110 - the parent does it again, and reports any error
                 pass
             finally:
                 os._exit(code)
         os.close(write_end)
-        self._pid, self._pipe = pid, open(read_end, "rb")
+        self._pid, self._pipe = pid, open(read_end, "rb")  # noqa: SIM115 - closed by _collect
 
     @property
     def forked(self) -> bool:
