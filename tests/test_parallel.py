@@ -105,25 +105,17 @@ def test_hooks_run_before_the_fork_and_in_the_worker(forks: list[int]) -> None:
     assert seen == ["before"]
 
 
-def test_background_gives_the_workers_result_or_does_it_here(forks: list[int], tmp_path) -> None:
-    from groundjudge.parallel import Background
+def test_results_come_in_many_messages_in_order(forks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker sends its half a chunk at a time; the parent reads them between its own
+    chunks and puts every result in its place."""
+    monkeypatch.setattr(parallel, "CHUNK", 7)
+    calls: list[tuple[int, int]] = []
 
-    parent = os.getpid()
-    job = Background(lambda: os.getpid())
-    assert job.forked and job.result() == forks[-1] != parent
-    assert Background(lambda: None).result() is None  # a result of None is not a failure
-    assert Background(lambda: os.getpid(), enabled=False).result() == parent
+    def tagged(chunk: Sequence[int]) -> list[tuple[int, int]]:
+        calls.append((os.getpid(), len(chunk)))
+        return [(n, os.getpid()) for n in chunk]
 
-    def fails_in_worker() -> int:
-        if os.getpid() != parent:
-            raise RuntimeError("worker broke")
-        return 42
-
-    assert Background(fails_in_worker).result() == 42
-    made = tmp_path / "made"
-    discarded: list[str] = []
-    job = Background(lambda: made.write_text("x") and str(made), discard=discarded.append)
-    job.cancel()  # the parent gave up: the worker is reaped and what it left is discarded
-    assert discarded == [str(made)] and made.exists()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(forks[-1], os.WNOHANG)
+    out = split_map(tagged, list(range(101)))
+    assert [n for n, _ in out] == list(range(101))
+    assert {pid for _, pid in out[50:]} == {forks[0]}
+    assert calls == [(os.getpid(), 7)] * 7 + [(os.getpid(), 1)]  # the parent's 50, in chunks of 7

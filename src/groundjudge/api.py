@@ -312,26 +312,13 @@ def record_history(result: RunResult, document: Any, out_dir: str | Path, path: 
                    ) -> dict[str, Any] | None:
     """Append the run to the history at ``path``; returns the trend chart's data for the gated
     config over the last ``[output] trend_runs`` runs."""
-    return store_history(result, history_entry(result, document, out_dir), path)
-
-
-def history_entry(result: RunResult, document: Any, out_dir: str | Path) -> tuple[Any, Any]:
-    """What ``record_history`` appends: the run's summary (with the inputs' hashes) and its
-    per-case columns, packed. Reads the inputs and the document, writes nothing."""
-    from groundjudge.history import build_summary, data_hashes
+    from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
     from groundjudge.history.summary import pack_report
 
     inputs = result.config.inputs
-    return build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir), \
-        pack_report(document)
-
-
-def store_history(result: RunResult, entry: tuple[Any, Any], path: str | Path) -> dict[str, Any] | None:
-    from groundjudge.history import HistoryStore, default_metrics, trend, trend_view
-
-    summary, packed = entry
     store = HistoryStore(path)
-    run_id = store.append(summary, packed)
+    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir)
+    run_id = store.append(summary, pack_report(document))
     config = (result.gates.gated_configs or list(summary.configs))[-1]
     last = result.config.output.trend_runs
     metrics = (default_metrics(store.get(run_id), config, prefer=list(result.config.gates.metrics))
@@ -344,10 +331,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
                       profile: Any = None, history: str | Path | None = None) -> dict[str, Any]:
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them). With ``history``, the run is
-    appended to that history before the reports are put in place, and the HTML shows its trend.
-    Returns report.json's content."""
-    from groundjudge.files import json_chunks, write_beside, write_json_atomic, write_text_atomic
-    from groundjudge.parallel import MIN_ITEMS, Background
+    appended to that history first and the HTML shows its trend. Returns report.json's content."""
+    from groundjudge.files import write_chunks_atomic, write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -359,53 +344,20 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 
     out_dir = Path(out_dir)
     typed = report_document(result)
-    pairs = sum(len(section.per_case) for section in typed.per_config.values())
-    # On a large run, forked workers do what needs no writing while this process goes on: the
-    # history entry (the inputs' hashes, the packed columns) and the triage files (below).
-    entry = Background(lambda: history_entry(result, typed, out_dir), enabled=pairs >= MIN_ITEMS) \
-        if history is not None else None
+    trend = record_history(result, typed, out_dir, history) if history is not None else None
     doc = as_json_dict(typed)
-
-    def triage_files() -> list[Path]:
-        triage = triage_records(result.dataset, doc)
-        lines = write_beside(out_dir / "triage.jsonl", jsonl_lines(triage))
-        try:
-            return [lines, write_beside(out_dir / "triage.md", triage_markdown_chunks(triage, doc))]
-        except BaseException:
-            _remove([lines])
-            raise
-
-    # report.json, report.md and the triage files are written complete beside their places; then
-    # the run is appended to the history, and the four files are put in place in this order. A
-    # failure in any of them leaves the history and all four files as they were.
-    triage = Background(triage_files, enabled=pairs >= MIN_ITEMS, discard=_remove)
-    written: list[Path] = []
-    trend = None
-    try:
-        text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-        text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
-        if profile is not None:
-            write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
-            write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-            text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-        written.append(write_beside(out_dir / "report.json",
-                                    json_chunks(doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)))
-        written.append(write_beside(out_dir / "report.md", (text,)))
-        written += triage.result()
-        if entry is not None:
-            trend = store_history(result, entry.result(), history)  # type: ignore[arg-type]
-    except BaseException:
-        if entry is not None:
-            entry.cancel()
-        triage.cancel()
-        _remove(written)
-        raise
-    try:
-        for tmp, name in zip(written, ("report.json", "report.md", "triage.jsonl", "triage.md")):
-            os.replace(tmp, out_dir / name)
-    except BaseException:
-        _remove(written)
-        raise
+    triage = triage_records(result.dataset, doc)
+    text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
+    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
+    if profile is not None:
+        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
+    pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
+    write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+    write_text_atomic(out_dir / "report.md", text)
+    write_chunks_atomic(out_dir / "triage.jsonl", jsonl_lines(triage))
+    write_chunks_atomic(out_dir / "triage.md", triage_markdown_chunks(triage, doc))
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))
@@ -414,11 +366,6 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(render_gates_markdown(doc["gates"]) + "\n")
     return doc
-
-
-def _remove(paths: list[Path]) -> None:
-    for path in paths:
-        path.unlink(missing_ok=True)
 
 
 # --- deterministic metrics only ------------------------------------------------------------

@@ -38,35 +38,16 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_chunks_atomic(path: Path, chunks: Iterable[str]) -> None:
     """Write the text ``chunks`` one after the other: a large report never has to exist as one
     string in memory. An error while producing them leaves the old file (if any) in place."""
-    tmp = write_beside(path, chunks)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_beside(path: Path, chunks: Iterable[str]) -> Path:
-    """The first half of ``write_chunks_atomic``: the text, complete and closed, in a new hidden
-    file beside ``path``, whose name is returned; ``os.replace(it, path)`` puts it in place, and
-    whoever gives up on it removes it. Nothing is left behind when producing the text fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for chunk in chunks:
                 handle.write(chunk)
+        os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return tmp
-
-
-def json_chunks(data: Any, *, indent: int | None = 2) -> Iterable[str]:
-    """What ``write_json_atomic`` writes, in pieces."""
-    if indent is None:
-        return _with_newline(compact_json_chunks(data))
-    return (json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n",)
 
 
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
@@ -74,7 +55,10 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
     times faster than the indenting one: for documents too large to read by eye anyway. The
     compact line is written piece by piece: the same bytes as one ``json.dumps``, without
     ever holding them all in memory."""
-    write_chunks_atomic(path, json_chunks(data, indent=indent))
+    if indent is None:
+        write_chunks_atomic(path, _with_newline(compact_json_chunks(data)))
+        return
+    write_text_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def _with_newline(chunks: Iterable[str]) -> Iterator[str]:

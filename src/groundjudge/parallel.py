@@ -16,8 +16,11 @@ and an error in ``fn`` is then raised where it can be reported.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pickle
+import select
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -45,8 +48,13 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
               ) -> list[R]:
     """``fn(items)``, with the second half computed in a forked worker when that pays.
 
+    Both sides work through their half ``CHUNK`` items at a time; the worker sends each chunk's
+    results as soon as it has them, and the parent reads what has arrived between its own
+    chunks. So the worker never holds more than a chunk of results: the memory the split adds
+    is only the pages the worker copies as it reads the shared inputs.
+
     ``before_fork`` runs in the parent just before the fork (close what a child must not share,
-    such as a database connection); ``in_worker`` runs first thing in the worker (open its own).
+    such as a database connection); ``in_worker`` runs first thing in the worker.
     """
     if not worth_splitting(len(items)):
         return fn(items)
@@ -55,6 +63,8 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
     if before_fork is not None:
         before_fork()
     read_end, write_end = os.pipe()
+    with contextlib.suppress(AttributeError, OSError):  # Linux: room for a message, so neither side waits long
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined]
     pid = os.fork()
     if pid == 0:  # the worker: compute, send, and leave without running the parent's exit code
         code = 1
@@ -62,20 +72,26 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
             os.close(read_end)
             if in_worker is not None:
                 in_worker()
-            with open(write_end, "wb", buffering=1 << 20) as out:
-                pickle.dump(fn(second), out, protocol=pickle.HIGHEST_PROTOCOL)
+            with open(write_end, "wb") as out:
+                for start in range(0, len(second), CHUNK):
+                    frame = pickle.dumps(fn(second[start:start + CHUNK]), protocol=pickle.HIGHEST_PROTOCOL)
+                    out.write(len(frame).to_bytes(8, "little") + frame)
+                    out.flush()
             code = 0
         except BaseException:  # noqa: BLE001, S110 - the parent computes this half itself and reports any error
             pass
         finally:
             os._exit(code)
     os.close(write_end)
-    pipe = open(read_end, "rb", buffering=1 << 20)  # noqa: SIM115 - closed below, before the wait
+    inbox = _Inbox(read_end)
     try:
-        mine = fn(first)
-        theirs = _receive(pipe)
+        mine: list[R] = []
+        for start in range(0, len(first), CHUNK):
+            mine.extend(fn(first[start:start + CHUNK]))
+            inbox.take_ready()
+        theirs = inbox.take_all()
     finally:
-        pipe.close()  # before the wait: a worker still sending then stops, rather than block
+        inbox.close()  # before the wait: a worker still sending then stops, rather than block
         _, status = os.waitpid(pid, 0)
     if theirs is None or os.waitstatus_to_exitcode(status) != 0 or len(theirs) != len(second):
         theirs = fn(second)
@@ -83,71 +99,47 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
     return mine
 
 
-def _receive(pipe: Any) -> list[Any] | None:
-    """The worker's results, or None when it sent none (it failed before or while sending)."""
-    try:
-        return pickle.load(pipe)
-    except Exception:  # noqa: BLE001 - a truncated or empty stream: the worker failed
-        return None
+CHUNK = 1_000  # items per message from the worker
 
 
-class Background:
-    """``fn()`` in a forked worker while the parent goes on; ``result()`` waits for it.
+class _Inbox:
+    """The worker's messages (8-byte length, then a pickled list), read without waiting while
+    the parent still has work of its own, then to the end."""
 
-    For a pure ``fn`` whose result is small to send back (the worker shares the parent's data
-    as it was at the fork). When no worker may be used (``enabled`` false, or see
-    ``workers_allowed``) ``result()`` calls ``fn()`` in the parent; so it does when the worker
-    failed, which gives the same result or raises ``fn``'s error here. ``discard(result)``
-    undoes what a result left behind (temporary files, say) when the parent gives up on it:
-    ``cancel()``, called where the parent fails before it needs the result.
-    """
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.results, self.broken = fd, bytearray(), [], False
 
-    def __init__(self, fn: Callable[[], R], *, enabled: bool = True,
-                 discard: Callable[[R], Any] | None = None) -> None:
-        self.fn, self.discard = fn, discard
-        self._pid: int | None = None
-        self._pipe: Any = None
-        if not (enabled and workers_allowed()):
-            return
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
+    def _read(self, wait: bool) -> bool:
+        """Read what is there (with ``wait``, at least one piece); False at the end of the stream."""
+        if not wait and not select.select([self.fd], [], [], 0)[0]:
+            return True
+        piece = os.read(self.fd, 1 << 20)
+        if not piece:
+            return False
+        self.buffer += piece
+        self._unpack()
+        return True
+
+    def _unpack(self) -> None:
+        while len(self.buffer) >= 8:
+            size = int.from_bytes(self.buffer[:8], "little")
+            if len(self.buffer) < 8 + size:
+                return
             try:
-                os.close(read_end)
-                with open(write_end, "wb") as out:
-                    pickle.dump([fn()], out, protocol=pickle.HIGHEST_PROTOCOL)
-                code = 0
-            except BaseException:  # noqa: BLE001, S110 - the parent does it again, and reports any error
-                pass
-            finally:
-                os._exit(code)
-        os.close(write_end)
-        self._pid, self._pipe = pid, open(read_end, "rb")  # noqa: SIM115 - closed by _collect
+                self.results.extend(pickle.loads(self.buffer[8:8 + size]))
+            except Exception:  # noqa: BLE001 - a broken message: the worker failed
+                self.broken = True
+            del self.buffer[:8 + size]
 
-    @property
-    def forked(self) -> bool:
-        return self._pid is not None
+    def take_ready(self) -> None:
+        while self._read(wait=False) and select.select([self.fd], [], [], 0)[0]:
+            pass
 
-    def _collect(self) -> tuple[bool, Any]:
-        """(the worker succeeded, its result); the worker is reaped either way."""
-        pid, pipe = self._pid, self._pipe
-        self._pid = self._pipe = None
-        if pid is None:
-            return False, None
-        try:
-            sent = _receive(pipe)
-        finally:
-            pipe.close()
-            _, status = os.waitpid(pid, 0)
-        ok = os.waitstatus_to_exitcode(status) == 0 and sent is not None
-        return ok, sent[0] if ok else None
+    def take_all(self) -> list[Any] | None:
+        """Every result the worker sent; None when its stream was cut or broken."""
+        while self._read(wait=True):
+            pass
+        return None if self.broken or self.buffer else self.results
 
-    def result(self) -> R:
-        ok, value = self._collect()
-        return value if ok else self.fn()
-
-    def cancel(self) -> None:
-        ok, value = self._collect()
-        if ok and self.discard is not None:
-            self.discard(value)
+    def close(self) -> None:
+        os.close(self.fd)
