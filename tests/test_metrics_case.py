@@ -109,16 +109,17 @@ def test_citation_offset_accuracy_needs_a_gold_span(mini):
     assert citation_metrics(labelled, trace, {})["citation_offset_accuracy"] is None  # no corpus, no spans
 
 
-def test_two_cores_score_the_same_rows_as_one(monkeypatch):
-    """evaluate_dataset with the pairs split over a forked worker gives the same rows, in the
-    same order, and the same summaries as in one process."""
+@pytest.mark.parametrize("configs", [("baseline", "candidate"), ("baseline",)])
+def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs):
+    """evaluate_dataset with the work split over a forked worker (a config each with two
+    configs, half of the pairs with one) gives the same rows, in the same order, and the same
+    summaries as in one process."""
     from pathlib import Path
 
     from groundjudge import parallel
 
     examples = Path(__file__).resolve().parent.parent / "examples"
-    dataset = load_dataset(examples / "golden.jsonl", [examples / "traces" / "baseline.jsonl",
-                                                       examples / "traces" / "candidate.jsonl"],
+    dataset = load_dataset(examples / "golden.jsonl", [examples / "traces" / f"{c}.jsonl" for c in configs],
                            examples / "corpus.jsonl")
     monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
     alone = evaluate_dataset(dataset)
@@ -129,7 +130,7 @@ def test_two_cores_score_the_same_rows_as_one(monkeypatch):
     monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
     split = evaluate_dataset(dataset)
     assert forks == [1]
-    assert list(split.configs) == list(alone.configs) == ["baseline", "candidate"]
+    assert list(split.configs) == list(alone.configs) == list(configs)
     for cfg in alone.configs:
         assert split.configs[cfg].cases == alone.configs[cfg].cases
         assert [list(c.values) for c in split.configs[cfg].cases] == [list(c.values) for c in alone.configs[cfg].cases]

@@ -59,6 +59,14 @@ def test_one_process_below_the_threshold_with_workers_1_or_with_other_threads(
         stop.set()
         other.join()
     assert forks == []
+    heartbeat = threading.Thread(target=stop.wait, name="groundjudge-progress", daemon=True)
+    stop.clear()
+    heartbeat.start()
+    try:
+        assert worth_splitting(10)  # the progress heartbeat only waits and prints
+    finally:
+        stop.set()
+        heartbeat.join()
 
 
 def test_a_failed_worker_leaves_its_half_to_the_parent(forks: list[int]) -> None:

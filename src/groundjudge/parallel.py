@@ -9,8 +9,8 @@ The work must be deterministic and free of side effects that the parent needs (a
 counters, caches and prints stay in the worker): ``fn(items)`` returns one result per item, in
 order, and the split is only ever a faster way to get ``fn(items)``. Below ``MIN_ITEMS``, where
 fork is not available, with ``GROUNDJUDGE_WORKERS=1``, or while other threads run (a fork copies
-only the calling thread, and a lock another thread holds would stay held in the worker), the
-parent does it all. If the worker fails, the parent does its half too: the result is the same,
+only the calling thread, and a lock another thread holds would stay held in the worker; the plain
+progress heartbeat is the one exception), the parent does it all. If the worker fails, the parent does its half too: the result is the same,
 and an error in ``fn`` is then raised where it can be reported.
 """
 
@@ -31,21 +31,28 @@ R = TypeVar("R")
 MIN_ITEMS = 4_000  # below this a fork and the pickling of the results cost more than they save
 
 
+# Threads that may run during a fork: they only wait and print, and a worker never waits on
+# anything of theirs nor prints (the plain progress heartbeat of a run outside a terminal).
+HARMLESS_THREADS = frozenset({"groundjudge-progress"})
+
+
 def workers_allowed() -> bool:
-    """Whether ``split_map`` may fork: ``os.fork`` exists, no other thread runs, and the
-    environment does not ask for one process (``GROUNDJUDGE_WORKERS=1``)."""
-    return (hasattr(os, "fork") and os.environ.get("GROUNDJUDGE_WORKERS", "") != "1"
-            and threading.active_count() == 1)
+    """Whether ``split_map`` may fork: ``os.fork`` exists, no other thread runs (but the ones in
+    ``HARMLESS_THREADS``), and the environment does not ask for one process (``GROUNDJUDGE_WORKERS=1``)."""
+    if not hasattr(os, "fork") or os.environ.get("GROUNDJUDGE_WORKERS", "") == "1":
+        return False
+    main = threading.main_thread()
+    return all(t is main or (t.daemon and t.name in HARMLESS_THREADS) for t in threading.enumerate())
 
 
-def worth_splitting(n: int) -> bool:
-    """Whether ``split_map`` would use a worker for ``n`` items."""
-    return n >= max(2, MIN_ITEMS) and workers_allowed()
+def worth_splitting(work: int) -> bool:
+    """Whether ``split_map`` would use a worker for ``work`` units of work (items, or pairs)."""
+    return work >= max(2, MIN_ITEMS) and workers_allowed()
 
 
 def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
               before_fork: Callable[[], Any] | None = None, in_worker: Callable[[], Any] | None = None,
-              ) -> list[R]:
+              work: int | None = None) -> list[R]:
     """``fn(items)``, with the second half computed in a forked worker when that pays.
 
     Both sides work through their half ``CHUNK`` items at a time; the worker sends each chunk's
@@ -54,9 +61,10 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
     is only the pages the worker copies as it reads the shared inputs.
 
     ``before_fork`` runs in the parent just before the fork (close what a child must not share,
-    such as a database connection); ``in_worker`` runs first thing in the worker.
+    such as a database connection); ``in_worker`` runs first thing in the worker. ``work``: how
+    much work the items stand for, when that is not their number (a few large items).
     """
-    if not worth_splitting(len(items)):
+    if len(items) < 2 or not worth_splitting(len(items) if work is None else work):
         return fn(items)
     half = len(items) // 2
     first, second = items[:half], items[half:]
@@ -75,8 +83,10 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
             with open(write_end, "wb") as out:
                 for start in range(0, len(second), CHUNK):
                     frame = pickle.dumps(fn(second[start:start + CHUNK]), protocol=pickle.HIGHEST_PROTOCOL)
-                    out.write(len(frame).to_bytes(8, "little") + frame)
+                    out.write(len(frame).to_bytes(8, "little"))
+                    out.write(frame)
                     out.flush()
+                    del frame
             code = 0
         except BaseException:  # noqa: BLE001, S110 - the parent computes this half itself and reports any error
             pass
@@ -125,10 +135,11 @@ class _Inbox:
             size = int.from_bytes(self.buffer[:8], "little")
             if len(self.buffer) < 8 + size:
                 return
-            try:
-                self.results.extend(pickle.loads(self.buffer[8:8 + size]))
-            except Exception:  # noqa: BLE001 - a broken message: the worker failed
-                self.broken = True
+            with memoryview(self.buffer) as view:
+                try:
+                    self.results.extend(pickle.loads(view[8:8 + size]))
+                except Exception:  # noqa: BLE001 - a broken message: the worker failed
+                    self.broken = True
             del self.buffer[:8 + size]
 
     def take_ready(self) -> None:
