@@ -16,17 +16,21 @@ The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cas
 and under 2 GiB on this 2-core machine. Add ``--src OTHER/src`` to measure another checkout on
 the same data (a before/after in one session).
 
-Last measured (22 Nov 2026, 100,000 x 2, load average 2.2-3.2 from a neighbour; details, the
-memory, what was tried and what remains in results/nightly_scale_README.md):
+Last measured (22 Nov 2026, 100,000 x 2, an idle machine: load average 1.1-1.3, the
+benchmark's own; details, the memory, what was tried and what remains in
+results/nightly_scale_README.md):
 
-  stage                                  fe0ec84    now
-  load (parse + validate)                 10.1 s    9.4 s
-  deterministic metrics                   25.3 s   19.9 s
-  selection                                4.2 s    3.7 s
-  judge pass (every verdict cached)       19.4 s   15.3 s
-  reports + history append                37.9 s   21.7 s
-  cached re-run, `groundjudge run`       107.8 s   79.0 s    (goal 60 s: not met)
-  its peak RSS                           9406 MB  4985 MB    (goal 2048 MB: not met)
+  stage                                  60359bc   now (2 cores where it pays)
+  load (parse + validate)                  9.1 s    8.8 s
+  deterministic metrics                   20.2 s   13.5 s
+  selection                                3.8 s    3.6 s
+  judge pass (every verdict cached)       15.0 s   12.2 s
+  reports + history append                23.2 s   23.6 s
+  cached re-run, `groundjudge run`        74.8 s   64.0 s    (goal 60 s: not met)
+  its peak PSS (process and workers)     5109 MB  4445 MB    (goal 2048 MB: not met)
+
+Memory: the kernel's max RSS covers one process; a run's forked workers show only in the summed
+PSS of the process tree, sampled every 0.5 s (per stage, and over the CLI run with a timeline).
 """
 
 from __future__ import annotations
