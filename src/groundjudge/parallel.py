@@ -2,22 +2,23 @@
 half while one forked worker does the second, and the results come back in the original order.
 
 Nightly runs score and look up hundreds of thousands of (case, config) pairs, one after the
-other, in Python; a second core halves that. The worker is a fork: it shares the loaded inputs
-without copying or pickling them, and sends only its results back (pickled, through a pipe).
+other, in Python; a second core does half of that. The worker is a fork: it shares the loaded
+inputs without pickling them (but every page it touches, it copies: reading an object writes its
+reference count) and sends only its results back, pickled, a chunk at a time, through a pipe.
 
 The work must be deterministic and free of side effects that the parent needs (a worker's
 counters, caches and prints stay in the worker): ``fn(items)`` returns one result per item, in
-order, and the split is only ever a faster way to get ``fn(items)``. Below ``MIN_ITEMS``, where
-fork is not available, with ``GROUNDJUDGE_WORKERS=1``, or while other threads run (a fork copies
-only the calling thread, and a lock another thread holds would stay held in the worker; the plain
-progress heartbeat is the one exception), the parent does it all. If the worker fails, the parent does its half too: the result is the same,
-and an error in ``fn`` is then raised where it can be reported.
+order, and the split is only ever a faster way to get ``fn(items)``. The parent does it all
+below ``MIN_ITEMS``, where fork is not available, with ``GROUNDJUDGE_WORKERS=1``, and while other
+threads run (a fork copies only the calling thread, and a lock another thread holds would stay
+held in the worker; the plain progress heartbeat is the one exception). If the worker fails, the
+parent does its half too: the result is the same, and an error in ``fn`` is then raised where it
+can be reported.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pickle
 import select
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-MIN_ITEMS = 4_000  # below this a fork and the pickling of the results cost more than they save
+MIN_ITEMS = 4_000  # below this the whole stage takes about a second or less: not worth a fork (not measured)
 
 
 # Threads that may run during a fork: they only wait and print, and a worker never waits on
@@ -71,7 +72,9 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
     if before_fork is not None:
         before_fork()
     read_end, write_end = os.pipe()
-    with contextlib.suppress(AttributeError, OSError):  # Linux: room for a message, so neither side waits long
+    with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: room for a message, so neither side waits long
+        import fcntl
+
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined]
     pid = os.fork()
     if pid == 0:  # the worker: compute, send, and leave without running the parent's exit code
