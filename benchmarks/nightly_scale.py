@@ -16,17 +16,21 @@ The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cas
 and under 2 GiB on this 2-core machine. Add ``--src OTHER/src`` to measure another checkout on
 the same data (a before/after in one session).
 
-Last measured (22 Nov 2026, 100,000 x 2, load average 2.2-3.2 from a neighbour; details, the
-memory, what was tried and what remains in results/nightly_scale_README.md):
+Last measured (22 Nov 2026, 100,000 x 2, an idle machine: load average 1.1-1.3, the
+benchmark's own; details, the memory, what was tried and what remains in
+results/nightly_scale_README.md):
 
-  stage                                  fe0ec84    now
-  load (parse + validate)                 10.1 s    9.4 s
-  deterministic metrics                   25.3 s   19.9 s
-  selection                                4.2 s    3.7 s
-  judge pass (every verdict cached)       19.4 s   15.3 s
-  reports + history append                37.9 s   21.7 s
-  cached re-run, `groundjudge run`       107.8 s   79.0 s    (goal 60 s: not met)
-  its peak RSS                           9406 MB  4985 MB    (goal 2048 MB: not met)
+  stage                                  60359bc   now (2 cores where it pays)
+  load (parse + validate)                  9.1 s    8.8 s
+  deterministic metrics                   20.2 s   13.5 s
+  selection                                3.8 s    3.6 s
+  judge pass (every verdict cached)       15.0 s   12.2 s
+  reports + history append                23.2 s   23.6 s
+  cached re-run, `groundjudge run`        74.8 s   64.0 s    (goal 60 s: not met)
+  its peak PSS (process and workers)     5109 MB  4445 MB    (goal 2048 MB: not met)
+
+Memory: the kernel's max RSS covers one process; a run's forked workers show only in the summed
+PSS of the process tree, sampled every 0.5 s (per stage, and over the CLI run with a timeline).
 """
 
 from __future__ import annotations
@@ -118,16 +122,23 @@ def verdict(context_ids: list[str]) -> str:
         "correctness": 3, "reason": "the main fact is in the context"})
 
 
+def cpu_seconds() -> float:
+    """User + system time of this process and of its workers that have ended (forked ones)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class Stages:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
     def run(self, name: str, fn: Any) -> Any:
         before = rss_mb()
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started, cpu_started, wall_from = time.perf_counter(), cpu_seconds(), time.time()
         out = fn()
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        self.rows.append({"stage": name, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
+        self.rows.append({"stage": name, "wall_from": round(wall_from, 2), "wall_to": round(time.time(), 2),
+                          "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
                           "rss_growth_mb": round(rss_mb() - before), "max_rss_mb": round(max_rss_mb())})
         print(f"  {name:34s} {seconds:8.2f} s  (CPU {cpu:6.2f} s)   max RSS {max_rss_mb():7.0f} MB   "
               f"(+{rss_mb() - before:.0f} MB)", flush=True)
@@ -143,16 +154,62 @@ CLI_WRAPPER = ("import sys\n"
                "main()\n")
 
 
-def run_child(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, float, float, float, str]:
-    """(exit code, wall s, CPU s (user + system), max RSS MB, stderr) of one child process."""
+def tree_memory_mb(pid: int) -> tuple[float, float, int]:
+    """(PSS, RSS) in MB summed over ``pid`` and its children (a run's forked workers), and how
+    many processes that was: the kernel's max RSS of one process does not count a worker's own
+    memory (the pages it copied on writing, what it made)."""
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            pids += [int(p) for p in handle.read().split()]
+    except OSError:
+        return 0.0, 0.0, 0
+    pss = rss = 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1]) / 1024
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1]) / 1024
+        except OSError:
+            pass
+    return pss, rss, len(pids)
+
+
+def run_child(command: list[str], cwd: Path, env: dict[str, str], *, show_output: bool = False,
+              ) -> tuple[int, float, float, float, str, float, float, list[list[float]]]:
+    """(exit code, wall s, CPU s (user + system, workers included), max RSS MB of the largest
+    process, stderr, peak summed PSS MB, peak summed RSS MB, samples [time.time(), PSS MB,
+    processes]) of one child process and its workers. The sums are sampled every 0.5 s, so a
+    peak shorter than that can be missed."""
+    import threading
+
+    peaks = [0.0, 0.0]
+    timeline: list[list[float]] = []
+    done = threading.Event()
+
+    def sample(pid: int) -> None:
+        while not done.wait(0.5):
+            pss, rss, n = tree_memory_mb(pid)
+            peaks[0], peaks[1] = max(peaks[0], pss), max(peaks[1], rss)
+            timeline.append([round(time.time(), 2), round(pss), n])
+
     with open(cwd / "cli.stderr", "w+") as err:
         started = time.perf_counter()
-        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        child = subprocess.Popen(command, cwd=cwd, env=env, stdout=None if show_output else subprocess.DEVNULL,
+                                 stderr=None if show_output else err)
+        sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
+        sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
+        done.set()
+        sampler.join()
         child.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        return child.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err.read()
+        return (child.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, err.read(),
+                peaks[0], peaks[1], timeline)
 
 
 def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
@@ -224,6 +281,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/nightly_scale"))
     parser.add_argument("--keep", action="store_true", help="keep the generated set and cache")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the set a --keep run left in --dir (same --cases and --seed); the cache is made again")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
                         help="in-process stages without the CLI's collector settings (for comparison)")
@@ -237,11 +296,16 @@ def main() -> int:
         args.in_process.write_text(json.dumps(in_process(folder, args.gc_freeze)))
         return 0
 
-    if folder.exists():
-        shutil.rmtree(folder)
-    print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
     setup = Stages()
-    setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
+    if args.reuse and (folder / "groundjudge.toml").exists():
+        print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder} (reused)", flush=True)
+        shutil.rmtree(folder / "runs", ignore_errors=True)
+        shutil.rmtree(folder / "cache", ignore_errors=True)
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder}", flush=True)
+        setup.run("generate (setup)", lambda: generate(folder, args.cases, args.seed))
     size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
     print(f"  input files: {size / 2**20:.0f} MB", flush=True)
     env = {"PYTHONPATH": str(args.src.resolve()), "PATH": "/usr/bin:/bin"}
@@ -251,14 +315,21 @@ def main() -> int:
     child = [sys.executable, __file__, "--cases", str(args.cases), "--dir", str(args.dir), "--in-process", str(figures)]
     if not args.gc_freeze:
         child.append("--no-gc-freeze")
-    if subprocess.run(child, env=env, check=False).returncode != 0:
+    code, *_, inner_timeline = run_child(child, folder, env, show_output=True)
+    if code != 0:
         return 1
     inner = json.loads(figures.read_text())
+    for row in inner["stages"]:  # the peak summed PSS of the process and its workers during each stage
+        during = [pss for t, pss, _ in inner_timeline if row["wall_from"] <= t <= row["wall_to"]]
+        row["tree_peak_pss_mb"] = max(during) if during else None
+        print(f"  {row['stage']:34s} peak PSS of the process and its workers: {row['tree_peak_pss_mb']} MB",
+              flush=True)
     in_process_s = sum(r["seconds"] for r in inner["stages"])
 
     cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
            "--out", str(folder / "runs" / "cli"), "--quiet"]
-    code, cli_seconds, cli_cpu, cli_rss, stderr = run_child(cli, folder, env)
+    code, cli_seconds, cli_cpu, cli_rss, stderr, tree_pss, tree_rss, timeline = run_child(cli, folder, env)
+    timeline = [[round(t - timeline[0][0] + 0.5, 1), pss, n] for t, pss, n in timeline] if timeline else []
     if code not in (0, 1):
         print(stderr[-3000:], file=sys.stderr)
         return 1
@@ -267,6 +338,8 @@ def main() -> int:
     print(f"  {'cached re-run, `groundjudge run`':34s} {cli_seconds:8.2f} s  (CPU {cli_cpu:6.2f} s)   max RSS "
           f"{cli_rss:7.0f} MB (exit {code}, {report['judge']['totals']['cache_hits']} cache hits, 0 requests)",
           flush=True)
+    print(f"  {'':34s} {'':8s}    peak memory of the process and its workers (sampled every 0.5 s): "
+          f"PSS {tree_pss:.0f} MB, RSS {tree_rss:.0f} MB (shared pages counted in each)", flush=True)
     print(f"\nin-process stages: {in_process_s:.1f} s; cached re-run (CLI): {cli_seconds:.1f} s (CPU {cli_cpu:.1f} s), "
           f"{cli_rss:.0f} MB; goal at 100,000 x 2: < 60 s and < 2048 MB; load average {os.getloadavg()}", flush=True)
     if args.json:
@@ -276,7 +349,9 @@ def main() -> int:
             "setup": setup.rows + inner["setup"], "stages": inner["stages"], "judged_items": inner["judged_items"],
             "report_files_mb": inner["report_files_mb"],
             "cached_rerun_cli": {"seconds": round(cli_seconds, 2), "cpu_seconds": round(cli_cpu, 2),
-                                 "max_rss_mb": round(cli_rss), "exit_code": code},
+                                 "max_rss_mb": round(cli_rss), "exit_code": code,
+                                 "tree_peak_pss_mb": round(tree_pss), "tree_peak_rss_mb": round(tree_rss),
+                                 "tree_pss_timeline_s_mb_processes": timeline},
             "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}, indent=1) + "\n")
     if not args.keep:
         shutil.rmtree(folder)

@@ -20,3 +20,25 @@ def test_trace_items_keep_unknown_fields_through_pickle_and_copy() -> None:
         assert again.retrieved_chunks[0].model_extra == {"kb_source": [1, 2]}
         assert again.citations[0].model_extra == {"note": "x"} and again.citations[0].offsets.end == 4
     assert not hasattr(RetrievedChunk, "__pydantic_fields_set__")  # a dataclass with slots, not a model
+
+
+def test_loaded_records_share_their_fields_set_and_dump_as_before(tmp_path):
+    """Records read from a file share one record of the fields set per kind when those are equal
+    (memory on nightly sets); what was set, dumps with exclude_unset and copies are unchanged."""
+    import json as _json
+
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.load.records import read_records
+
+    lines = [{"id": "a", "question": "q?"}, {"id": "b", "question": "q?"},
+             {"id": "c", "question": "q?", "tags": ["x"]}, {"id": "d", "question": "q?", "tags": ["y"]}]
+    path = tmp_path / "golden.jsonl"
+    path.write_text("".join(_json.dumps(line) + "\n" for line in lines))
+    cases = [case for _, case in read_records(path, GoldenCase)]
+    assert cases[0].model_fields_set is cases[1].model_fields_set
+    assert cases[2].model_fields_set is cases[3].model_fields_set
+    assert cases[0].model_fields_set == {"id", "question"} and cases[2].model_fields_set == {"id", "question", "tags"}
+    assert [c.model_dump(exclude_unset=True) for c in cases] == lines
+    assert cases == [GoldenCase.model_validate(line) for line in lines]
+    copied = cases[0].model_copy(update={"tags": ["z"]})
+    assert copied.model_fields_set == {"id", "question", "tags"} and cases[1].model_fields_set == {"id", "question"}

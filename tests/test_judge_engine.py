@@ -292,3 +292,88 @@ def test_mixed_faults_each_item_ends_honestly(tmp_path: Path) -> None:
     assert outcomes[3].reason.startswith("invalid verdict after one repair")
     assert outcomes[4].reason.startswith("invalid verdict after one repair")
     assert engine.totals.errors == 3 and engine.totals.usage.requests == 10
+
+
+def test_cache_lookups_on_two_cores_give_what_one_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                ) -> None:
+    """The cached pass split over a forked worker: the same outcomes in the same order, the same
+    totals and cache counters, for valid cached verdicts, cached invalid replies and misses."""
+    from groundjudge import parallel
+    from groundjudge.judge.cache import CachedReply
+    from groundjudge.judge.client import JudgeUnreachable
+
+    items = [make_item(n) for n in range(40)]
+    cache = JudgeCache(tmp_path / "cache")
+    probe = JudgeEngine(rubric=RUBRIC, cache=cache, model="m")
+    for n, item in enumerate(items):
+        if n % 9 == 4:
+            continue  # not in the cache: needs a call, and the endpoint is down
+        raw = "not json" if n % 7 == 2 else json.dumps(verdict_dict([cid for cid, _ in item.contexts]))
+        cache.put(probe.key(item), CachedReply(raw=raw, model="m", prompt_tokens=1, completion_tokens=1,
+                                               created=1.0, repaired=True))
+    cache.close()
+
+    def unreachable() -> JudgeClient:
+        raise JudgeUnreachable("endpoint down", 0)
+
+    def judged(workers: str) -> tuple[list[dict[str, Any]], dict[str, Any], tuple[int, int], list[int]]:
+        monkeypatch.setenv("GROUNDJUDGE_WORKERS", workers)
+        seen: list[int] = []
+        run_cache = JudgeCache(tmp_path / "cache")
+        engine = JudgeEngine(rubric=RUBRIC, cache=run_cache, model="m", connect=unreachable, retry_errors=False,
+                             on_progress=lambda t: seen.append(t.done))
+        try:
+            outcomes = asyncio.run(engine.run(items, [f"why {n}" for n in range(len(items))]))
+        finally:
+            run_cache.close()
+        dumped = [o.model_dump(by_alias=True, exclude={"seconds"}) for o in outcomes]
+        return dumped, engine.totals.__dict__, (run_cache.hits, run_cache.misses), seen
+
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    forks: list[int] = []
+    real = parallel.os.fork
+    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
+    alone = judged("1")
+    assert forks == []
+    split = judged("2")
+    assert forks == [1]
+    assert split == alone
+    dumped, totals, counters, progress = alone
+    missing, invalid = [n for n in range(40) if n % 9 == 4], [n for n in range(40) if n % 7 == 2]
+    assert [n for n, d in enumerate(dumped) if d["status"] == "judge_error"] == sorted(missing + invalid)
+    assert all(dumped[n]["reason"].startswith("invalid verdict (cached reply)") for n in invalid)
+    assert all("endpoint down" in dumped[n]["reason"] for n in missing)
+    assert totals["cache_hits"] == 40 - len(missing) and totals["done"] == 40 and totals["errors"] == 10
+    assert counters == (40 - len(missing), len(missing))
+    assert sorted(progress) == list(range(1, 41))
+
+
+def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
+    """Cached verdicts share one record of which fields were set (memory on nightly runs); it
+    is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+    from pydantic import ValidationError
+
+    from groundjudge.judge.cache import CachedReply
+
+    items = [make_item(n) for n in range(3)]
+    cache = JudgeCache(tmp_path / "cache")
+    engine = JudgeEngine(rubric=RUBRIC, cache=cache, model="m")
+    for item in items:
+        cache.put(engine.key(item), CachedReply(raw=json.dumps(verdict_dict([cid for cid, _ in item.contexts])),
+                                                model="m", prompt_tokens=1, completion_tokens=1, created=1.0))
+    try:
+        outcomes = asyncio.run(engine.run(items))
+    finally:
+        cache.close()
+    first, second = outcomes[0], outcomes[1]
+    assert first.model_fields_set is second.model_fields_set
+    fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
+    assert fresh.model_fields_set == first.model_fields_set and fresh == first
+    assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
+    claims = [c for o in outcomes for c in o.claims]
+    assert len({id(c.model_fields_set) for c in claims}) == 1
+    copied = first.model_copy(update={"judge_reason": "changed"})
+    assert copied.model_fields_set is not first.model_fields_set
+    assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
+    with pytest.raises(ValidationError):
+        first.judge_reason = "no"  # type: ignore[misc]

@@ -107,3 +107,34 @@ def test_citation_offset_accuracy_needs_a_gold_span(mini):
     assert citation_metrics(labelled, trace, chunks)["citation_offset_accuracy"] == 1.0
     assert citation_metrics(wrong_doc, trace, chunks)["citation_offset_accuracy"] == 0.0
     assert citation_metrics(labelled, trace, {})["citation_offset_accuracy"] is None  # no corpus, no spans
+
+
+@pytest.mark.parametrize("configs", [("baseline", "candidate"), ("baseline",)])
+def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs):
+    """evaluate_dataset with the work split over a forked worker (a config each with two
+    configs, half of the pairs with one) gives the same rows, in the same order, and the same
+    summaries as in one process."""
+    from pathlib import Path
+
+    from groundjudge import parallel
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    dataset = load_dataset(examples / "golden.jsonl", [examples / "traces" / f"{c}.jsonl" for c in configs],
+                           examples / "corpus.jsonl")
+    monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
+    alone = evaluate_dataset(dataset)
+    monkeypatch.delenv("GROUNDJUDGE_WORKERS")
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    forks = []
+    real = parallel.os.fork
+    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
+    split = evaluate_dataset(dataset)
+    assert forks == [1]
+    assert list(split.configs) == list(alone.configs) == list(configs)
+    for cfg in alone.configs:
+        assert split.configs[cfg].cases == alone.configs[cfg].cases
+        assert [list(c.values) for c in split.configs[cfg].cases] == [list(c.values) for c in alone.configs[cfg].cases]
+        assert split.configs[cfg].aggregate == alone.configs[cfg].aggregate
+        assert split.configs[cfg].breakdown == alone.configs[cfg].breakdown
+    assert split.overall == alone.overall
+    assert len(alone.configs["baseline"].cases) > 20

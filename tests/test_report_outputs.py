@@ -254,3 +254,48 @@ def test_a_large_run_writes_the_same_report_compact_and_in_pieces(run_dir, tmp_p
         return doc
 
     assert comparable(compact) == comparable(indented)
+
+
+def _cached_run(run_dir: Path, out: Path, *extra: str):
+    return CliRunner().invoke(main, [
+        "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", "http://127.0.0.1:9/v1",
+        "--judge-model", DEFAULT_MODEL, "--cache-dir", str(run_dir / "cache"), "--out", str(out), "--quiet", *extra])
+
+
+def _history_rows(path: Path) -> list:
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        runs = [json.loads(s) for (s,) in conn.execute("SELECT summary FROM runs ORDER BY id")]
+        for r in runs:
+            r.pop("started_at")
+        return [runs, conn.execute("SELECT run_id, config, ids FROM run_cases ORDER BY config").fetchall(),
+                conn.execute("SELECT * FROM run_values ORDER BY config, metric").fetchall()]
+
+
+def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch):
+    """Metrics and the cached judge pass split over forked workers (as on a nightly run): every
+    output file has the same bytes as the one-process run's, and the history the same row."""
+    from groundjudge import parallel
+
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.delenv(var, raising=False)
+    out, history = tmp_path / "out", tmp_path / "history.sqlite"
+    monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
+    alone = _cached_run(run_dir, out, "--history", str(history))
+    out.rename(tmp_path / "alone")
+    history.rename(tmp_path / "alone.sqlite")
+    monkeypatch.delenv("GROUNDJUDGE_WORKERS")
+    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    forks: list[int] = []
+    real = parallel.os.fork
+    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
+    split = _cached_run(run_dir, out, "--history", str(history))
+    assert alone.exit_code == split.exit_code and alone.exit_code in (0, 1), (alone.output, split.output)
+    assert len(forks) == 2  # metrics, judge pass
+    names = sorted(p.name for p in (tmp_path / "alone").iterdir())
+    assert names == sorted(p.name for p in out.iterdir())
+    assert {"report.json", "report.md", "report.html", "triage.jsonl", "triage.md"} <= set(names)
+    for name in names:
+        assert (tmp_path / "alone" / name).read_bytes() == (out / name).read_bytes(), name
+    assert _history_rows(tmp_path / "alone.sqlite") == _history_rows(history)

@@ -217,3 +217,28 @@ def test_a_fully_cached_run_never_starts_the_embedded_judge(tmp_path: Path, monk
     report = json.loads((tmp_path / "again" / "report.json").read_text())
     assert report["judge"]["totals"]["cache_hits"] == 4 and report["judge"]["base_url"] is None
     assert not (tmp_path / "no-models").exists()
+
+
+def test_the_program_leaves_at_once_with_everything_written(tmp_path: Path) -> None:
+    """`groundjudge run` as a program ends with os._exit once the reports are written (no
+    seconds spent freeing a nightly run's objects): its printed summary, every report file, the
+    history row and the exit code are all there, as in a run that ends normally (CliRunner)."""
+    import sqlite3
+
+    with ScriptedOpenAIServer(example_script) as srv:
+        command = groundjudge_run(srv.base_url, srv.model, tmp_path, "--history", str(tmp_path / "h.sqlite"))
+        proc = subprocess.run(command, cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: PASS" in proc.stdout and proc.stdout.rstrip().endswith("and triage.md"), proc.stdout
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md", "triage.jsonl",
+                                                      "triage.md"]
+    check_report(json.loads((out / "report.json").read_text()))
+    with sqlite3.connect(tmp_path / "h.sqlite") as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM run_values").fetchone()[0] > 0
+    again = CliRunner().invoke(main, [
+        "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", "http://127.0.0.1:9/v1",
+        "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "again"),
+        "--no-history", "--quiet"], env={"GROUNDJUDGE_BASE_URL": None, "GROUNDJUDGE_MODEL": None})
+    assert again.exit_code == proc.returncode and (tmp_path / "again" / "report.json").exists(), again.output

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from groundjudge.contracts import with_shared_fields_set
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
@@ -23,6 +25,7 @@ from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
+from groundjudge.parallel import split_map, worth_splitting
 
 
 @dataclass(frozen=True)
@@ -71,18 +74,19 @@ class _Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return CaseJudgement(
+        return with_shared_fields_set(CaseJudgement(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
             nuggets=self.nuggets if judged else [],
             judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
-            cache_key=self.cache_key, raw=self.raw)
+            cache_key=self.cache_key, raw=self.raw))
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
-                        klass=c.triage_class) for c in verdict.claims]
+    return [with_shared_fields_set(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
+                                               support=list(c.support), klass=c.triage_class))
+            for c in verdict.claims]
 
 
 _VALUES: dict[tuple[Any, ...], CriterionValue] = {}
@@ -102,6 +106,35 @@ def _shared(values: dict[str, CriterionValue]) -> dict[str, CriterionValue]:
             shared = _VALUES[key] = value
         out[name] = shared
     return out
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """What a worker sends back for one item: ``_from_cache``'s answer without the item (the
+    parent has it) and without the cached reply when it was a valid verdict (only a reply that
+    needs a repair or a new call is used again)."""
+
+    state: tuple[Any, ...] | None  # the _Pending's fields in FIELDS order; None: not judged from the cache
+    key: str
+    hit: bool  # the cache had an entry
+    cached: CachedReply | None
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("status", "reason", "source", "criteria", "claims", "nuggets",
+                                         "judge_reason", "raw", "cache_key", "usage", "seconds")
+
+    @classmethod
+    def of(cls, found: tuple[_Pending | None, str, CachedReply | None]) -> _Sent:
+        pending, key, cached = found
+        if pending is None:
+            return cls(None, key, cached is not None, cached)
+        return cls(tuple(getattr(pending, name) for name in cls.FIELDS), key, True, None)
+
+    def pending(self, item: JudgeItem) -> _Pending | None:
+        if self.state is None:
+            return None
+        out = _Pending(item, **dict(zip(self.FIELDS, self.state)))
+        out.criteria = _shared(out.criteria)
+        return out
 
 
 class _NotSent(Exception):
@@ -258,6 +291,36 @@ class JudgeEngine:
             return None, key, cached
         self.totals.cache_hits += 1
         return self._finish(out), key, cached
+
+    def _all_from_cache(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
+        """``_from_cache`` of every item, in order; a nightly run's items on two cores
+        (``parallel.split_map``). The worker sends back what it found, without the items, and
+        the counters and progress are brought up to date here, as if this process had found it."""
+        if not worth_splitting(len(items)):
+            return [self._from_cache(item) for item in items]
+        parent = os.getpid()
+
+        def find(chunk: Sequence[int]) -> list[Any]:
+            if os.getpid() == parent:  # the parent's half (or all of it, when the worker failed)
+                return [self._from_cache(items[i]) for i in chunk]
+            self.on_progress = None  # the worker's progress is shown by the parent
+            return [_Sent.of(self._from_cache(items[i])) for i in chunk]
+
+        out: list[tuple[_Pending | None, str, CachedReply | None]] = []
+        for row in split_map(find, range(len(items)), before_fork=self.cache.close):
+            if not isinstance(row, _Sent):
+                out.append(row)
+                continue
+            pending = row.pending(items[len(out)])
+            if row.hit:
+                self.cache.hits += 1
+            else:
+                self.cache.misses += 1
+            if pending is not None:
+                self.totals.cache_hits += 1
+                self._finish(pending)
+            out.append((pending, row.key, row.cached))
+        return out
 
     async def _run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str],
                         looked_up: tuple[str, CachedReply | None] | None = None) -> _Pending:
@@ -417,7 +480,7 @@ class JudgeEngine:
             else:
                 # Cache hits first, in a plain loop: a nightly run of 200,000 cached items then
                 # costs no coroutine per item. The rest (calls, repairs) run concurrently.
-                looked = [self._from_cache(item) for item in items]
+                looked = self._all_from_cache(items)
                 misses = [i for i, (p, _, _) in enumerate(looked) if p is None]
                 called = await asyncio.gather(*(self._run_item(items[i], sem, stop, looked[i][1:]) for i in misses))
                 found = [p for p, _, _ in looked]

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from groundjudge.contracts import with_shared_fields_set
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
 
@@ -111,7 +112,7 @@ def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
         if not raw.strip():
             continue
         try:
-            records.append((lineno, model.model_validate_json(raw)))
+            records.append((lineno, with_shared_fields_set(model.model_validate_json(raw))))
         except ValidationError:
             return None
     return records or None
@@ -139,7 +140,7 @@ def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
             problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
         else:
             try:
-                records.append((lineno, model.model_validate(obj)))
+                records.append((lineno, with_shared_fields_set(model.model_validate(obj))))
             except ValidationError as exc:
                 problems.extend(validation_problems(path, lineno, exc))
         if len(problems) >= MAX_PROBLEMS:
