@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -276,8 +277,17 @@ def _history_rows(path: Path) -> list:
 def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch):
     """Metrics and the cached judge pass split over forked workers (as on a nightly run): every
     output file has the same bytes as the one-process run's, and the history the same row."""
+    import threading
+
     from groundjudge import parallel
 
+    # A library used by an earlier test of the session may leave tqdm's monitor thread running;
+    # split_map rightly refuses to fork beside a thread it does not know, so stop that one.
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is not None and getattr(tqdm.tqdm, "monitor", None) is not None:
+        tqdm.tqdm.monitor.exit()
+        tqdm.tqdm.monitor = None
+    assert parallel.workers_allowed(), [t.name for t in threading.enumerate()]
     for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(var, raising=False)
     out, history = tmp_path / "out", tmp_path / "history.sqlite"
