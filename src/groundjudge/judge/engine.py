@@ -25,6 +25,7 @@ from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
+from groundjudge.collector import collector_paused
 from groundjudge.parallel import split_map, worth_splitting
 
 
@@ -295,7 +296,13 @@ class JudgeEngine:
     def _all_from_cache(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         """``_from_cache`` of every item, in order; a nightly run's items on two cores
         (``parallel.split_map``). The worker sends back what it found, without the items, and
-        the counters and progress are brought up to date here, as if this process had found it."""
+        the counters and progress are brought up to date here, as if this process had found it.
+        The cyclic collector is paused meanwhile (``collector.collector_paused``): no network,
+        no cycles, and hundreds of thousands of verdicts made that live to the end of the run."""
+        with collector_paused():
+            return self._all_from_cache_now(items)
+
+    def _all_from_cache_now(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         if not worth_splitting(len(items)):
             return [self._from_cache(item) for item in items]
         parent = os.getpid()
