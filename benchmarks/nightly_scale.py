@@ -226,7 +226,14 @@ def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
         if not gc_freeze:
             return api.load_inputs(config)
         # as `groundjudge run` does: the loaded inputs live to the end of the process, frozen
-        # before the collector runs again
+        # before the collector runs again; so does what each later stage makes with the
+        # collector paused (groundjudge.collector, where the measured sources have it)
+        try:
+            from groundjudge.collector import freeze_after_pauses
+        except ImportError:
+            pass
+        else:
+            freeze_after_pauses()
         gc.disable()
         try:
             loaded = api.load_inputs(config)

@@ -2,7 +2,7 @@ import gc
 
 import pytest
 
-from groundjudge.collector import collector_paused
+from groundjudge.collector import collector_paused, freeze_after_pauses
 
 
 @pytest.fixture
@@ -95,3 +95,33 @@ def test_metrics_and_selection_run_with_the_collector_paused(collecting, mini, m
     select.select_cases(dataset, run)
     assert gc.isenabled()
     assert seen == {"metrics": {False}, "select": {False}}
+
+
+def test_plain_pauses_freeze_nothing(collecting):
+    before = gc.get_freeze_count()
+    with collector_paused():
+        kept = [{"n": i} for i in range(1000)]
+    assert gc.get_freeze_count() == before and len(kept) == 1000
+
+
+def test_with_freeze_after_pauses_what_lives_is_left_out_of_collections(collecting):
+    """What the pause made and still lives is frozen; what was dropped is freed all the same."""
+    import weakref
+
+    class Row:
+        pass
+
+    freeze_after_pauses()
+    try:
+        before = gc.get_freeze_count()
+        with collector_paused():
+            kept = [Row() for _ in range(1000)]
+            dropped = Row()
+            probe = weakref.ref(dropped)
+            del dropped  # no cycle: reference counting frees it at once
+        assert gc.get_freeze_count() >= before + 1000
+        assert probe() is None and len(kept) == 1000
+        assert gc.isenabled()
+    finally:
+        freeze_after_pauses(False)
+        gc.unfreeze()

@@ -209,6 +209,10 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     # (records and verdicts are made by the hundred thousand and hold no cycles).
     collecting = gc.isenabled()
     gc.disable()
+    if GroundjudgeGroup.owns_process:  # what the stages make lives to the end: see groundjudge.collector
+        from groundjudge.collector import freeze_after_pauses
+
+        freeze_after_pauses()
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
         own = api.profile_report(config, profile) if profile else None
