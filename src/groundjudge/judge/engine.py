@@ -500,4 +500,5 @@ class JudgeEngine:
         if stop:
             self.totals.stopped = stop["reason"]
         why = list(selected_because) if selected_because is not None else [None] * len(pending)
-        return [p.result(w) for p, w in zip(pending, why)]
+        with collector_paused():  # a result per item, no cycles (see _all_from_cache)
+            return [p.result(w) for p, w in zip(pending, why)]
