@@ -255,8 +255,6 @@ def test_pack_column_stores_float64_bytes_ints_and_bools_as_floats():
     import zlib
     from array import array
 
-    from groundjudge.history.summary import pack_column, unpack_column
-
     values = [None, 1, True, False, 0.5, 1e-05, -0.0, 2**53 + 1, 3]
     blob = pack_column(values)
     expected = array("d", [math.nan if v is None else float(v) for v in values]).tobytes()

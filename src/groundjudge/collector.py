@@ -4,8 +4,8 @@ finding its cached verdicts, writing its reports.
 
 While objects are being made, the collector runs every ``threshold0`` allocations and, every
 so many runs, walks everything young that is still alive. On a nightly run (100,000 cases x 2)
-those walks found nothing to free and took 2.8 s of the report stage and 2.6 s of the cached
-judge pass. Paused, objects are still freed by reference counting as usual; only a cycle made
+those walks freed almost nothing and took 6.1 s: 2.9 s of the report stage, 2.1 s of the
+cached judge pass (``benchmarks/nightly_gc.py``). Paused, objects are still freed by reference counting as usual; only a cycle made
 meanwhile waits until the collector runs again.
 
 A pause alone defers the walk: what was made meanwhile is still young, and the collector's
