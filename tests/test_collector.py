@@ -72,9 +72,9 @@ def test_a_cycle_made_while_paused_is_freed_after(collecting):
 
 def test_metrics_and_selection_run_with_the_collector_paused(collecting, mini, monkeypatch):
     """The stages that make a row per pair pause it, and it is back on after each."""
-    import groundjudge.metrics.evaluate as evaluate
-    import groundjudge.select as select
+    from groundjudge import select
     from groundjudge.load.dataset import load_dataset
+    from groundjudge.metrics import evaluate
 
     seen = {}
     compute_case, failures = evaluate.compute_case, select.deterministic_failures

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from groundjudge.collector import collector_paused
 from groundjudge.contracts import with_shared_fields_set
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
@@ -25,7 +26,6 @@ from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
-from groundjudge.collector import collector_paused
 from groundjudge.parallel import split_map, worth_splitting
 
 
