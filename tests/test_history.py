@@ -248,3 +248,15 @@ def test_fail_on_drop_exits_1_only_when_the_newest_run_dropped(tmp_path: Path) -
     assert CliRunner().invoke(main, args).exit_code == 0
     missing = CliRunner().invoke(main, ["history", "--history", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == 2 and "no runs recorded here yet" in missing.output
+
+
+def test_pack_column_stores_float64_bytes_ints_and_bools_as_floats():
+    import math
+    import zlib
+    from array import array
+
+    values = [None, 1, True, False, 0.5, 1e-05, -0.0, 2**53 + 1, 3]
+    blob = pack_column(values)
+    expected = array("d", [math.nan if v is None else float(v) for v in values]).tobytes()
+    assert zlib.decompress(blob) == expected
+    assert unpack_column(blob) == [None, 1.0, 1.0, 0.0, 0.5, 1e-05, -0.0, float(2**53 + 1), 3.0]

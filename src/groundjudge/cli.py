@@ -209,6 +209,10 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     # (records and verdicts are made by the hundred thousand and hold no cycles).
     collecting = gc.isenabled()
     gc.disable()
+    if GroundjudgeGroup.owns_process:  # what the stages make lives to the end: see groundjudge.collector
+        from groundjudge.collector import freeze_after_pauses
+
+        freeze_after_pauses()
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
         own = api.profile_report(config, profile) if profile else None
@@ -240,6 +244,10 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
             judge.config = config
         with JudgeProgress(quiet) as progress:
             result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate, spent=spent)
+    if GroundjudgeGroup.owns_process:
+        # The process ends once the reports are written (os._exit below): the collector stays
+        # off from here, rather than walk the reports' millions of objects when it is back on.
+        gc.disable()
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own, history=api.history_path(config, out_dir))
     print_summary(doc, quiet)
     if not quiet:

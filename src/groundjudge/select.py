@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from groundjudge.collector import collector_paused
 from groundjudge.contracts import Trace
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.evaluate import MetricsRun
@@ -85,6 +86,7 @@ def _changed(trace: Trace, base: Trace | None) -> bool:
         c.chunk_id for c in base.context_chunks]
 
 
+@collector_paused()  # a decision and an item per pair, no cycles (see collector)
 def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings | None = None) -> list[Selection]:
     """One decision per (case, config) pair with a trace; judged pairs first, in priority order."""
     settings = settings or SelectSettings()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from groundjudge.collector import collector_paused
 from groundjudge.contracts import with_shared_fields_set
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
@@ -295,7 +296,13 @@ class JudgeEngine:
     def _all_from_cache(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         """``_from_cache`` of every item, in order; a nightly run's items on two cores
         (``parallel.split_map``). The worker sends back what it found, without the items, and
-        the counters and progress are brought up to date here, as if this process had found it."""
+        the counters and progress are brought up to date here, as if this process had found it.
+        The cyclic collector is paused meanwhile (``collector.collector_paused``): no network,
+        no cycles, and hundreds of thousands of verdicts made that live to the end of the run."""
+        with collector_paused():
+            return self._all_from_cache_now(items)
+
+    def _all_from_cache_now(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         if not worth_splitting(len(items)):
             return [self._from_cache(item) for item in items]
         parent = os.getpid()
@@ -493,4 +500,5 @@ class JudgeEngine:
         if stop:
             self.totals.stopped = stop["reason"]
         why = list(selected_because) if selected_because is not None else [None] * len(pending)
-        return [p.result(w) for p, w in zip(pending, why)]
+        with collector_paused():  # a result per item, no cycles (see _all_from_cache)
+            return [p.result(w) for p, w in zip(pending, why)]
