@@ -30,17 +30,23 @@ def span_type(start: int | None, end: int | None, spans: list[dict]) -> str:
     return "no span"
 
 
+def human_spans(data: Path) -> dict[tuple[str, str], list[dict]]:
+    """Per (query, config), the people's spans: offsets and type."""
+    spans = {}
+    for line in (data / "labels" / "annotators.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        spans[(r["query_id"], r["config_id"])] = [
+            {"start": s["start"], "end": s["end"], "type": s["label_type"]} for s in r.get("spans") or []]
+    return spans
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=REPO / "benchmarks" / "results" /
                         "judge_agreement_claim_check_v2_all.jsonl")
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
-    spans = {}
-    for line in (args.data / "labels" / "annotators.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        spans[(r["query_id"], r["config_id"])] = [
-            {"start": s["start"], "end": s["end"], "type": s["label_type"]} for s in r.get("spans") or []]
+    spans = human_spans(args.data)
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for line in args.file.read_text().splitlines():
         row = json.loads(line)

@@ -35,6 +35,10 @@ from groundjudge.judge.render import neutralize
 from groundjudge.load.dataset import load_dataset
 from groundjudge.select import judge_item
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from contradiction_types import human_spans, span_type
+from judge_agreement import auroc
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "rag-faithfulness-dev"
 LETTERS = ("A", "B", "C")
@@ -54,12 +58,6 @@ STATEMENT:
 DATA>>>"""
 
 
-def span_type(start: int | None, end: int | None, spans: list[dict]) -> str:
-    if start is None or end is None:
-        return "no span"
-    return next((s["type"] for s in spans if s["start"] < end and start < s["end"]), "no span")
-
-
 def letter_probabilities(tokens: list) -> dict[str, float] | None:
     mass = dict.fromkeys(LETTERS, 0.0)
     for token, logprob in tokens[0] if tokens else []:
@@ -68,15 +66,6 @@ def letter_probabilities(tokens: list) -> dict[str, float] | None:
             mass[word] += math.exp(logprob)
     total = sum(mass.values())
     return {k: v / total for k, v in mass.items()} if total else None
-
-
-def auroc(scores: list[float], positive: list[bool]) -> float | None:
-    pos = [s for s, p in zip(scores, positive) if p]
-    neg = [s for s, p in zip(scores, positive) if not p]
-    if not pos or not neg:
-        return None
-    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
-    return wins / (len(pos) * len(neg))
 
 
 async def ask_all(session, system_prompt: str, dataset, claims: list) -> tuple[list, int]:
@@ -126,11 +115,7 @@ def main() -> int:
 
     dataset = load_dataset(args.data / "golden.jsonl", sorted((args.data / "traces").glob("*.jsonl")),
                            args.data / "corpus.jsonl")
-    spans = {}
-    for line in (args.data / "labels" / "annotators.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        spans[(r["query_id"], r["config_id"])] = [
-            {"start": s["start"], "end": s["end"], "type": s["label_type"]} for s in r.get("spans") or []]
+    spans = human_spans(args.data)
     claims, plain = [], []
     for line in args.file.read_text().splitlines():
         row = json.loads(line)

@@ -210,15 +210,9 @@ class JudgeEngine:
         out.judge_reason = verdict.reason
 
     def _account(self, out: _Pending, result: CallResult | None, requests: int) -> None:
-        used = Usage(requests=requests)
         if result is not None:
-            used = Usage(requests=requests, prompt_tokens=result.prompt_tokens,
-                         completion_tokens=result.completion_tokens,
-                         cost_usd=self.pricing.cost(result.prompt_tokens, result.completion_tokens),
-                         unmetered=0 if result.metered else 1)
             self.totals.mode = result.mode
-        out.usage = out.usage + used
-        self.totals.usage = self.totals.usage + used
+        self._account_answer(out, result, requests)
 
     async def _call(self, out: _Pending, messages: list[dict[str, str]]) -> CallResult:
         client = await self._get_client()
@@ -293,16 +287,13 @@ class JudgeEngine:
         self.totals.cache_hits += 1
         return self._finish(out), key, cached
 
+    @collector_paused()
     def _all_from_cache(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         """``_from_cache`` of every item, in order; a nightly run's items on two cores
         (``parallel.split_map``). The worker sends back what it found, without the items, and
         the counters and progress are brought up to date here, as if this process had found it.
         The cyclic collector is paused meanwhile (``collector.collector_paused``): no network,
         no cycles, and hundreds of thousands of verdicts made that live to the end of the run."""
-        with collector_paused():
-            return self._all_from_cache_now(items)
-
-    def _all_from_cache_now(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
         if not worth_splitting(len(items)):
             return [self._from_cache(item) for item in items]
         parent = os.getpid()
@@ -378,7 +369,8 @@ class JudgeEngine:
 
     # --- claim_check: one short question per claim ------------------------------------------
 
-    def _account_answer(self, out: _Pending, answer: TokenAnswer | None, requests: int) -> None:
+    def _account_answer(self, out: _Pending, answer: CallResult | TokenAnswer | None, requests: int) -> None:
+        """Add a reply's requests, tokens and cost (or only the requests of a failed call)."""
         used = Usage(requests=requests)
         if answer is not None:
             used = Usage(requests=requests, prompt_tokens=answer.prompt_tokens,

@@ -206,4 +206,5 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0]["metric"] if criteria else None,
         failed=[c for c in cases if c["failed"]], failed_total=len(failing), cap_note=cap_note,
+        verdict_class=VERDICT_CLASS,
     )
