@@ -34,8 +34,8 @@ def test_files_get_the_mode_the_umask_allows(tmp_path: Path, umask: int, mode: i
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
     write_json_atomic(path, {"old": 1})
-    with pytest.raises(ValueError):
-        write_json_atomic(path, {"bad": float("nan")})  # refused before anything is written
+    with pytest.raises(TypeError):
+        write_json_atomic(path, {"bad": {1, 2}})  # a set: refused before anything is written
     with pytest.raises(UnicodeEncodeError):
         write_text_atomic(path, "half \udcff")  # fails while writing the temporary file
     assert json.loads(path.read_text(encoding="utf-8")) == {"old": 1}
@@ -55,11 +55,21 @@ def test_compact_json_is_the_same_document(tmp_path):
     assert compact == '{"a":[1,2.5,null],"b":{"ü":"x"}}\n' and "\n  " in pretty
 
 
+def test_json_cannot_hold_nan_or_infinity_so_they_are_written_as_null(tmp_path: Path) -> None:
+    for indent in (2, None):
+        write_json_atomic(tmp_path / "r.json", {"a": float("nan"), "b": [float("inf"), -float("inf")], "c": 1e-05},
+                          indent=indent)
+        assert json.loads((tmp_path / "r.json").read_text()) == {"a": None, "b": [None, None], "c": 1e-05}
+
+
 def test_compact_json_in_pieces_is_byte_for_byte_one_dumps() -> None:
     """Large mappings are encoded in slices, small ones near the top key by key: the joined
-    pieces must be exactly what one json.dumps call writes, whatever the nesting."""
+    pieces must be exactly what one orjson.dumps call writes, whatever the nesting, and the
+    same document as the standard library's json writes."""
     import json as _json
     import random
+
+    import orjson
 
     from groundjudge.files import compact_json_chunks
 
@@ -77,6 +87,8 @@ def test_compact_json_in_pieces_is_byte_for_byte_one_dumps() -> None:
 
     for _ in range(100):
         doc = value(0, True)
-        assert "".join(compact_json_chunks(doc)) == _json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
-    with pytest.raises(ValueError):
-        "".join(compact_json_chunks({"deep": {f"k{i}": float("nan") for i in range(1500)}}))
+        joined = b"".join(compact_json_chunks(doc))
+        assert joined == orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS)
+        assert _json.loads(joined) == _json.loads(_json.dumps(doc, ensure_ascii=False))
+    with pytest.raises(TypeError):
+        b"".join(compact_json_chunks({"deep": {f"k{i}": {1, 2} for i in range(1500)}}))

@@ -103,7 +103,7 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
             yield line, InputProblem(str(path), line, None, f"invalid YAML: {exc}")
 
 
-def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
+def _jsonl_fast(text: str, model: type[M], prepare: Callable[[M], object] | None) -> list[tuple[int, M]] | None:
     """Every line parsed and validated by pydantic-core in one step (about twice as fast as
     ``json.loads`` then validation); None at the first bad line, so that the careful path
     below reads the file again and names every problem the same way as always."""
@@ -112,22 +112,28 @@ def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
         if not raw.strip():
             continue
         try:
-            records.append((lineno, with_shared_fields_set(model.model_validate_json(raw))))
+            record = with_shared_fields_set(model.model_validate_json(raw))
         except ValidationError:
             return None
+        if prepare is not None:
+            prepare(record)
+        records.append((lineno, record))
     return records or None
 
 
-def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
+def read_records(path: str | Path, model: type[M], *, prepare: Callable[[M], object] | None = None,
+                 ) -> list[tuple[int, M]]:
     """Read ``path`` (JSONL, or YAML when it ends in .yaml/.yml) as records of ``model``.
 
     Returns ``(line, record)`` pairs. Raises :class:`InputError` listing every bad line.
+    ``prepare`` is called with each record as soon as it is made (``load.dataset`` points a
+    trace's chunk ids at the corpus's strings, so the parsed copies are freed at once).
     """
     path = Path(path)
     text = read_text(path)
     is_yaml = path.suffix.lower() in {".yaml", ".yml"}
     if not is_yaml:
-        fast = _jsonl_fast(text, model)
+        fast = _jsonl_fast(text, model, prepare)
         if fast is not None:
             return fast
     objects = _yaml_objects(path, text) if is_yaml else _jsonl_objects(path, text)
@@ -140,9 +146,13 @@ def read_records(path: str | Path, model: type[M]) -> list[tuple[int, M]]:
             problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
         else:
             try:
-                records.append((lineno, with_shared_fields_set(model.model_validate(obj))))
+                record = with_shared_fields_set(model.model_validate(obj))
             except ValidationError as exc:
                 problems.extend(validation_problems(path, lineno, exc))
+            else:
+                if prepare is not None:
+                    prepare(record)
+                records.append((lineno, record))
         if len(problems) >= MAX_PROBLEMS:
             problems.append(InputProblem(str(path), None, None, f"stopped after {MAX_PROBLEMS} problems"))
             break

@@ -12,7 +12,7 @@ from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observ
 from groundjudge.metrics.containment import constraint_metrics, containment_metrics
 from groundjudge.metrics.grounding import citation_metrics, context_metrics
 from groundjudge.metrics.operations import operation_values
-from groundjudge.metrics.retrieval import retrieval_metrics, trec_order
+from groundjudge.metrics.retrieval import at_k, retrieval_metrics, trec_order
 from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
 
@@ -54,11 +54,11 @@ def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpu
     if expected is None:
         expected = sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))})
     if not expected:
-        return {f"recall_doc@{k}": None for k in ks}
+        return {at_k("recall_doc", k): None for k in ks}
     doc_by_chunk = {c.chunk_id: c.doc_id for c in trace.retrieved_chunks if c.doc_id}
     docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
     wanted = set(expected)
-    return {f"recall_doc@{k}": len(wanted & set(docs[:k])) / len(wanted) for k in ks}
+    return {at_k("recall_doc", k): len(wanted & set(docs[:k])) / len(wanted) for k in ks}
 
 
 def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus) -> list[str]:
@@ -95,7 +95,7 @@ def compute_case(
     values["acl_leak"] = None if leaks is None else float(bool(leaks))
     if paraphrase_traces:
         rankings = [ranking] + [ranking_of(t) for t in paraphrase_traces]
-        values[f"paraphrase_stability@{settings.stability_k}"] = topk_agreement(rankings, settings.stability_k)
+        values[at_k("paraphrase_stability", settings.stability_k)] = topk_agreement(rankings, settings.stability_k)
     values.update(operation_values(trace))
     return CaseMetrics(case.id, trace.config_id, values, behavior, leaks or [], case_content_types(case, trace, corpus))
 

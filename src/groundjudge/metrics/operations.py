@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 from groundjudge.contracts import Trace
 
 
+@lru_cache(maxsize=1024)
+def _name(group: str, part: str) -> str:
+    # one key string per stage or token kind for the whole run, shared by every case's mapping
+    return f"{group}.{part}"
+
+
 def operation_values(trace: Trace) -> dict[str, float | None]:
-    values: dict[str, float | None] = {f"latency_ms.{stage}": float(v) for stage, v in trace.latency_ms.items()}
-    values.update({f"tokens.{kind}": float(v) for kind, v in trace.tokens.items()})
+    values: dict[str, float | None] = {_name("latency_ms", stage): float(v) for stage, v in trace.latency_ms.items()}
+    values.update({_name("tokens", kind): float(v) for kind, v in trace.tokens.items()})
     if trace.tokens and "total" not in trace.tokens:
         values["tokens.total"] = float(sum(trace.tokens.values()))
     values["cost_usd"] = trace.cost_usd

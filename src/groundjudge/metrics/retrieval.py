@@ -409,6 +409,13 @@ def _means(
     return means
 
 
+@lru_cache(maxsize=1024)
+def at_k(name: str, k: int) -> str:
+    """``name@k``, one string per name and cut-off for the whole run: every per-case mapping of
+    a nightly run's hundreds of thousands shares its keys instead of holding copies."""
+    return f"{name}@{k}"
+
+
 @lru_cache(maxsize=64)
 def _keys(ks: tuple[int, ...]) -> tuple[str, ...]:
     return tuple(f"{name}@{k}" for name in _CUT_METRICS for k in ks) + _UNCUT_METRICS

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+from groundjudge.metrics.retrieval import at_k
 
 SPAN_OVERLAP = 0.5
 SPAN_METRIC_PREFIXES = ("hit_span", "recall_span")
@@ -34,7 +35,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
         offsets = r.offsets or (known.offsets if known else None)
         retrieved.append((doc, offsets))
     if not gold or any(doc is None or off is None for doc, off in retrieved):
-        return {f"{name}@{k}": None for name in SPAN_METRIC_PREFIXES for k in ks}
+        return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
     out: dict[str, float | None] = {}
     for k in ks:
         matched = sum(
@@ -42,8 +43,8 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
             if any(doc == g.doc_id and span_overlap((off.start, off.end), (g.offsets.start, g.offsets.end))
                    >= SPAN_OVERLAP for doc, off in retrieved[:k])
         )
-        out[f"hit_span@{k}"] = float(matched > 0)
-        out[f"recall_span@{k}"] = matched / len(gold)
+        out[at_k("hit_span", k)] = float(matched > 0)
+        out[at_k("recall_span", k)] = matched / len(gold)
     return out
 
 
