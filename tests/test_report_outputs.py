@@ -51,6 +51,20 @@ def test_triage_lists_bad_citations_and_unsupported_claims_with_retrieval_facts(
     assert "## `q025` (baseline)" in markdown and "did not reach the context" in markdown
 
 
+def test_triage_files_written_in_one_pass_are_the_renderings_of_the_record_list(run_dir):
+    """The run writes both triage files a case at a time (``write_triage_files``): the bytes are
+    those of the list-based renderers over every record."""
+    from groundjudge import api
+    from groundjudge.report.triage import jsonl_lines, triage_markdown_chunks, triage_records
+
+    doc = json.loads((run_dir / "out" / "report.json").read_text(encoding="utf-8"))
+    records = triage_records(api.load_inputs(api.resolve_config(EXAMPLE)), doc)
+    assert len(records) > 10 and {"invalid_citation", "unsupported_claim"} <= {r["kind"] for r in records}
+    assert (run_dir / "out" / "triage.jsonl").read_bytes() == b"".join(jsonl_lines(records))
+    assert (run_dir / "out" / "triage.md").read_text(encoding="utf-8") == "".join(triage_markdown_chunks(records, doc))
+    assert sorted(p.name for p in (run_dir / "out").iterdir() if p.name.startswith(".")) == []  # no temporary left
+
+
 def test_triage_command_filters(run_dir):
     out = CliRunner().invoke(main, ["triage", str(run_dir / "out"), "--kind", "invalid_citation",
                                     "--config", "baseline", "--json"])

@@ -328,7 +328,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
                        history: str | Path | None) -> dict[str, Any]:
-    from groundjudge.files import write_chunks_atomic, write_json_atomic, write_text_atomic
+    from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -336,12 +336,11 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.report.junit import junit_xml
     from groundjudge.report.markdown import render_markdown
     from groundjudge.report.selective_section import render_selective_markdown
-    from groundjudge.report.triage import jsonl_lines, triage_markdown_chunks, triage_records
+    from groundjudge.report.triage import write_triage_files
 
     typed = report_document(result)
     trend = record_history(result, typed, out_dir, history) if history is not None else None
     doc = as_json_dict(typed)
-    triage = triage_records(result.dataset, doc)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
     if profile is not None:
@@ -351,8 +350,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
     write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
     write_text_atomic(out_dir / "report.md", text)
-    write_chunks_atomic(out_dir / "triage.jsonl", jsonl_lines(triage))
-    write_chunks_atomic(out_dir / "triage.md", triage_markdown_chunks(triage, doc))
+    write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
         write_text_atomic(Path(junit), junit_xml(doc))

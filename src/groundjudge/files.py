@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -40,12 +41,20 @@ def write_chunks_atomic(path: Path, chunks: Iterable[str | bytes]) -> None:
     """Write the ``chunks`` (text, or UTF-8 bytes) one after the other: a large report never has
     to exist as one string in memory. An error while producing them leaves the old file (if
     any) in place."""
+    with open_atomic(path) as handle:
+        for chunk in chunks:
+            handle.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+
+
+@contextmanager
+def open_atomic(path: Path) -> Iterator[BinaryIO]:
+    """A binary handle on a new file that replaces ``path`` when the block ends without an
+    error; after an error the old file (if any) stays and the new one is removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+            yield handle
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
