@@ -52,6 +52,40 @@ def replace(item: JudgeItem, **changes: Any) -> JudgeItem:
 # ---------------------------------------------------------------------------------- the key
 
 
+def test_key_is_the_hash_of_the_canonical_json_document() -> None:
+    """The key is assembled from pieces for speed: it must stay the SHA-256 of one
+    ``json.dumps(sort_keys=True, ensure_ascii=False, separators=(",", ":"))`` of every input,
+    whatever the text holds, or every cache made so far would stop answering."""
+    import hashlib
+    import random
+
+    from groundjudge.judge.cache import canonical_key_document
+
+    rng = random.Random(11)
+    alphabet = ["a", "Z", " ", '"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "\u2029", "€", "😀",
+                "\ufeff", "/", "<", "&"]
+
+    def text(n: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(n)))
+
+    decodings = [SETTINGS.decoding(), {"temperature": 0, "top_p": 1e-05, "seed": None, "stop": ["\n", "é"]}]
+    for n in range(300):
+        item = JudgeItem(case_id=f"c{n}", config_id="base", question=text(30),
+                         contexts=[(text(8), text(60)) for _ in range(rng.randrange(4))], answer=text(80),
+                         citations=[text(6) for _ in range(rng.randrange(3))],
+                         expected_answer=rng.choice([None, text(20)]))
+        decoding = decodings[n % 2]
+        reference = json.dumps(canonical_key_document(RUBRIC, "m-é", decoding, item), sort_keys=True,
+                               ensure_ascii=False, separators=(",", ":"))
+        assert cache_key(RUBRIC, "m-é", decoding, item) == hashlib.sha256(reference.encode("utf-8")).hexdigest()
+    # the key of a fixed item, as every version before the pieces made it: caches stay valid
+    assert cache_key(RUBRIC, "judge-test-1", {"temperature": 0.0, "seed": 7, "max_tokens": 700}, ITEMS[0]) == (
+        "4ab879f25da4a73e3ca9617fe229701d8d15b386e8c1892eb30c2445f189695b")
+    # text that is not valid Unicode is refused as before (it cannot be written as UTF-8)
+    with pytest.raises(UnicodeEncodeError):
+        cache_key(RUBRIC, "m", SETTINGS.decoding(), replace(ITEMS[0], answer="half \udcff"))
+
+
 def test_key_is_deterministic_and_hex() -> None:
     key = cache_key(RUBRIC, "m", SETTINGS.decoding(), ITEMS[0])
     assert key == cache_key(RUBRIC, "m", SETTINGS.decoding(), make_item(0))

@@ -234,3 +234,32 @@ def test_the_rubric_is_locked_and_its_prompts_defuse_injected_delimiters() -> No
         user = q.messages[-1]["content"]
         assert user.count("<<<DATA") == user.count("DATA>>>") == 1 + len(CONTEXTS) + 1
     assert dataclasses.replace(hostile).answer in hostile.answer
+
+
+def test_question_key_is_the_hash_of_the_canonical_json_document() -> None:
+    """The key is assembled from pieces for speed; it must stay the SHA-256 of one sorted,
+    compact ``json.dumps`` of model, decoding, kind and messages, or cached answers go unused."""
+    import hashlib
+    import random
+
+    from groundjudge.judge.claim_check import Question, question_key
+
+    decoding = {"temperature": 0.0, "max_tokens": 1, "logprobs": True, "top_logprobs": 20}
+    fixed = Question(kind="claim", index=0, messages=[
+        {"role": "system", "content": "Answer yes or no.\n"},
+        {"role": "user", "content": "CONTEXT é \u2028 \"x\"\nClaim: staff get 18 days."}])
+    assert question_key("judge-test-1", decoding, fixed) == (  # as every version before the pieces made it
+        "7b48e6e17e631d5a1ff77e120a4c83eb08c02b3572322a7e98b39c2b3e323c88")
+    rng = random.Random(5)
+    alphabet = ["a", " ", '"', "\\", "\n", "\x00", "\x7f", "é", "\u2028", "😀", "<"]
+    for n in range(200):
+        messages = [{"role": rng.choice(["system", "user", "assistant"]),
+                     "content": "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))}
+                    for _ in range(rng.randrange(1, 4))]
+        question = Question(kind=rng.choice(["claim", "cited", "nugget", "contradiction"]), index=n, messages=messages)
+        dec = rng.choice([decoding, {"temperature": 1e-05, "stop": ["é"]}])
+        reference = json.dumps({"protocol": "claim_questions", "model": "m-é", "decoding": dec, "kind": question.kind,
+                                "messages": messages}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        assert question_key("m-é", dec, question) == hashlib.sha256(reference.encode("utf-8")).hexdigest()
+    with pytest.raises(UnicodeEncodeError):  # not valid Unicode: refused, as before
+        question_key("m", decoding, Question(kind="claim", index=0, messages=[{"role": "user", "content": "\udcff"}]))

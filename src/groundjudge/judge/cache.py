@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import diskcache
+import orjson
 
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric
@@ -22,9 +23,38 @@ from groundjudge.judge.rubric import Rubric
 
 def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem, *,
               rubric_hash: str | None = None) -> str:
-    """``rubric_hash``: the rubric's content hash when the caller has it already (hashing the
-    rubric costs more than the rest of the key)."""
-    parts = {
+    """The SHA-256 of every input of the judgment, as one canonical JSON document: sorted keys,
+    no spaces, text as UTF-8 (``canonical_key_document``). ``rubric_hash``: the rubric's content
+    hash when the caller has it already (hashing the rubric costs more than the rest of the key).
+
+    The document is assembled from pieces: orjson encodes the item's strings exactly as
+    ``json.dumps(..., ensure_ascii=False)`` does (checked for every code point), and the parts
+    that are the same for the whole run (rubric, model, decoding) are encoded once, by ``json``.
+    A nightly run makes 200,000 keys; this takes about a third of the time of one ``json.dumps``
+    each. Anything orjson refuses (a lone surrogate, say) takes the reference path."""
+    rubric_part, model_part, decoding_part = _fixed_parts(rubric.id, rubric.version,
+                                                          rubric_hash or rubric.content_hash, model, decoding)
+    dumps = canonical_strings
+    try:
+        canonical = b"".join((
+            b'{"answer":', dumps(item.answer),
+            b',"citations":', dumps(list(item.citations)),
+            b',"context_ids":', dumps([cid for cid, _ in item.contexts]),
+            b',"contexts":', dumps([text for _, text in item.contexts]),
+            b',"decoding":', decoding_part,
+            b',"expected_answer":', dumps(item.expected_answer),
+            b',"model":', model_part,
+            b',"question":', dumps(item.question),
+            b',"rubric":', rubric_part, b"}"))
+    except orjson.JSONEncodeError:
+        canonical = canonical_json(canonical_key_document(rubric, model, decoding, item, rubric_hash=rubric_hash))
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def canonical_key_document(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem, *,
+                           rubric_hash: str | None = None) -> dict[str, Any]:
+    """What the key is the hash of (``_canonical`` of this document, the reference encoding)."""
+    return {
         "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric_hash or rubric.content_hash},
         "model": model,
         "decoding": decoding,
@@ -35,8 +65,36 @@ def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeI
         "citations": list(item.citations),
         "expected_answer": item.expected_answer,
     }
-    canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def canonical_json(value: Any) -> bytes:
+    """The reference encoding of a cache key's document: sorted keys, no spaces, UTF-8."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def canonical_strings(value: str | list[str] | list[dict[str, str]] | None) -> bytes:
+    """``canonical_json(value)`` for text, a list of texts or of messages (keys and values all
+    text), by orjson: it writes text exactly as ``json.dumps(..., ensure_ascii=False)`` does,
+    which a test checks for every code point, in about a fifth of the time. Raises
+    ``orjson.JSONEncodeError`` for what orjson refuses (a lone surrogate): callers then take
+    ``canonical_json``."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+_FIXED: dict[tuple[Any, ...], tuple[bytes, bytes, bytes]] = {}
+
+
+def _fixed_parts(rubric_id: str, version: int, rubric_hash: str, model: str,
+                 decoding: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    decoding_part = canonical_json(decoding)
+    memo = (rubric_id, version, rubric_hash, model, decoding_part)
+    parts = _FIXED.get(memo)
+    if parts is None:
+        if len(_FIXED) > 64:
+            _FIXED.clear()
+        parts = _FIXED[memo] = (canonical_json({"id": rubric_id, "version": version, "hash": rubric_hash}),
+                                canonical_json(model), decoding_part)
+    return parts
 
 
 @dataclass

@@ -24,6 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
+
+from groundjudge.judge.cache import canonical_json, canonical_strings
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
 from groundjudge.judge.grounding import TermIndex
 from groundjudge.judge.render import neutralize
@@ -59,10 +62,17 @@ def question_key(model: str, decoding: dict[str, Any], question: Question) -> st
     not part of it: whatever of a rubric shapes a question is in its messages, and how a reply
     is read (its yes and no words, thresholds, grounding) is applied when it is read, so rubric
     versions that ask the same question share its answer."""
-    parts = {"protocol": "claim_questions", "model": model, "decoding": decoding, "kind": question.kind,
-             "messages": question.messages}
-    canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    messages = question.messages
+    try:
+        if not all(type(v) is str for m in messages for v in m.values()):
+            raise orjson.JSONEncodeError("messages hold more than text")
+        canonical = b"".join((b'{"decoding":', canonical_json(decoding), b',"kind":', canonical_strings(question.kind),
+                              b',"messages":', canonical_strings(messages), b',"model":', canonical_strings(model),
+                              b',"protocol":"claim_questions"}'))
+    except orjson.JSONEncodeError:  # the reference encoding (``judge.cache.canonical_strings``)
+        canonical = canonical_json({"protocol": "claim_questions", "model": model, "decoding": decoding,
+                                    "kind": question.kind, "messages": messages})
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _norm(token: str) -> str:
