@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Function words of English: they carry no fact of their own, so a claim may use them freely.
 STOP_WORDS = frozenset("""
@@ -46,6 +47,7 @@ second secondly several specific specifically state stated states suggest sugges
 therefore thing things third typically use used uses using usually various way ways well whereas
 """.split())
 
+_SKIP = STOP_WORDS | FRAME_WORDS
 _PREFIX = 5  # long words match on this many leading letters
 _WORD = re.compile(r"\d+(?:[.,]\d+)*(?![^\W_])|[^\W_]+(?:'[^\W_]+)?", re.UNICODE)  # numbers; words (P45 too)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -59,18 +61,21 @@ def terms(text: str) -> list[str]:
     ["irs's", 'form', '1040', 'lists', 'deductions']
     """
     text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    if text.isascii() or _CJK.search(text) is None:  # no word needs the per-character split
+        return [word.replace(",", "").rstrip(".") if word[0].isdigit() else word for word in _WORD.findall(text)
+                if word not in _SKIP and (len(word) > 1 or word.isdigit())]
     out = []
-    for match in _WORD.finditer(text):
-        word = match.group()
+    for word in _WORD.findall(text):
         if _CJK.search(word):
             out.extend(ch for ch in word if _CJK.match(ch))
             continue
-        if word in STOP_WORDS or word in FRAME_WORDS or (len(word) == 1 and not word.isdigit()):
+        if word in _SKIP or (len(word) == 1 and not word.isdigit()):
             continue
         out.append(word.replace(",", "").rstrip(".") if word[:1].isdigit() else word)
     return out
 
 
+@lru_cache(maxsize=1 << 16)  # a run asks for the same few thousand words millions of times
 def _key(term: str) -> str:
     """What two spellings of one term share: the number itself, or the word without a plural
     or possessive ending, cut to its first five letters."""
