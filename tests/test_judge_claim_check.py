@@ -263,3 +263,68 @@ def test_question_key_is_the_hash_of_the_canonical_json_document() -> None:
         assert question_key("m-é", dec, question) == hashlib.sha256(reference.encode("utf-8")).hexdigest()
     with pytest.raises(UnicodeEncodeError):  # not valid Unicode: refused, as before
         question_key("m", decoding, Question(kind="claim", index=0, messages=[{"role": "user", "content": "\udcff"}]))
+
+
+# --- the case memo: a re-run reads one entry per unchanged case -------------------------------
+
+def _content(case: Any) -> dict[str, Any]:
+    return case.model_dump(exclude={"seconds", "usage", "source"})
+
+
+def test_a_rerun_reads_an_unchanged_case_from_its_memo_with_the_same_verdict(tmp_path: Path) -> None:
+    truth = {"Part-time staff get 30 days.": 0.1, "Staff get 18 days.": 0.95}
+    items = [item(ANSWER), item(ANSWER.replace("18 days", "20 days"), case_id="q2")]
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        first, engine = run(srv, items, tmp_path)
+        called = srv.call_count
+        srv.reset()
+        second, again = run(srv, items, tmp_path)
+        assert srv.call_count == 0
+    assert engine.totals.questions >= called > 0  # the first run derived them from answers (some shared)
+    assert again.totals.questions == 0 and again.totals.cache_hits == 2  # the second read two memos
+    assert [c.source for c in second] == ["cache", "cache"] and [c.status for c in first] == ["judged", "judged"]
+    assert [_content(c) for c in second] == [_content(c) for c in first]
+    assert all(c.usage.requests == 0 for c in second)
+
+
+def test_other_code_derives_the_case_again_from_the_stored_answers(tmp_path: Path, monkeypatch) -> None:
+    import groundjudge.judge.engine as engine_module
+
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        (first,), _ = run(srv, [item(ANSWER)], tmp_path)
+        srv.reset()
+        monkeypatch.setattr(engine_module, "derivation_hash", lambda: "another version of the code")
+        (derived,), engine = run(srv, [item(ANSWER)], tmp_path)
+        assert srv.call_count == 0  # no call: every question's answer is in the cache
+        (memo,), again = run(srv, [item(ANSWER)], tmp_path)
+    assert engine.totals.questions > 0 and again.totals.questions == 0  # derived, then stored under the new key
+    assert _content(derived) == _content(first) == _content(memo)
+
+
+def test_an_unreadable_memo_is_derived_again_and_a_failed_case_keeps_none(tmp_path: Path) -> None:
+    from tests.support.openai_server import HTTPError
+
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        (first,), engine = run(srv, [item(ANSWER)], tmp_path)
+    cache = JudgeCache(tmp_path)
+    key = engine._memo_key(item(ANSWER))
+    stored = cache.get(key)
+    assert stored is not None and json.loads(stored.raw)["claims"][0]["class"] == first.claims[0].klass
+    cache.put(key, dataclasses.replace(stored, raw='{"claims": "not a list"}'))
+    cache.close()
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        (again,), engine = run(srv, [item(ANSWER)], tmp_path)
+        assert srv.call_count == 0
+    assert engine.totals.questions > 0 and _content(again) == _content(first)
+
+    def failing(body: dict, index: int) -> Any:
+        return HTTPError(500) if "line manager" in statement(body) else judge_script({})(body, index)
+
+    other = item(ANSWER.replace("line manager", "line manager's office"), case_id="q9")
+    with ScriptedOpenAIServer(failing) as srv:
+        (failed,), engine = run(srv, [other], tmp_path)
+    cache = JudgeCache(tmp_path)
+    try:
+        assert failed.status == "judge_error" and cache.get(engine._memo_key(other)) is None
+    finally:
+        cache.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,22 @@ def _fixed_parts(rubric_id: str, version: int, rubric_hash: str, model: str,
     return parts
 
 
+@lru_cache(maxsize=1)
+def derivation_hash() -> str:
+    """What a stored case result (``claim_check``'s case memo, see ``judge.engine``) was derived
+    with: the tool's version and the source of the judge package and of the judge item. Any
+    change to how replies are read or combined makes it new, so the stored result is derived
+    again from the stored replies (no call), as the reply cache's rule has it: parsing happens
+    after the lookup."""
+    from groundjudge import __version__
+
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(__version__.encode("utf-8"))
+    for path in sorted([*package.glob("*.py"), package.parent / "select.py"]):
+        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 @dataclass
 class CachedReply:
     raw: str
@@ -132,6 +150,13 @@ class JudgeCache:
     def put(self, key: str, reply: CachedReply) -> None:
         if self._cache is not None:
             self._cache.set(key, reply.__dict__)
+
+    def put_many(self, entries: Iterable[tuple[str, CachedReply]]) -> None:
+        """Store several entries in one transaction: one commit to disk instead of one each."""
+        if self._cache is not None:
+            with self._cache.transact():
+                for key, reply in entries:
+                    self._cache.set(key, reply.__dict__)
 
     def stats(self) -> dict[str, Any]:
         entries = len(self._cache) if self._cache is not None else 0
