@@ -5,9 +5,9 @@ Generates a set with ``nightly_scale.generate`` and fills the judge cache with t
 a valid verdict for most items, an invalid reply for every 50th (a judge_error from the cache)
 and no entry for every 77th (the endpoint is unreachable: a judge_error after the call fails).
 Then runs both trees on it and compares report.json (content and key order; git provenance and
-per-case ``seconds`` left out), the other report files byte for byte (a 40-hex commit id shown
-as "unknown", as for a tree outside git), the history rows (less start time and run folder) and
-the exit codes.
+per-case ``seconds`` left out), triage.jsonl record by record, the other report files byte for
+byte (a 40-hex commit id shown as "unknown", as for a tree outside git), the history rows (less
+start time and run folder) and the exit codes.
 
 Usage (from the worktree root):
   python benchmarks/nightly_scale_compare.py CASES SRC_A SRC_B WORK_DIR [ENV=VALUE ...]
@@ -107,14 +107,18 @@ def main() -> int:
         return re.sub(rb"[0-9a-f]{40}( \(dirty\))?", b"unknown", data)  # a git archive has no commit
 
     for name in sorted(p.name for p in out_a.iterdir()):
-        if name != "report.json":
+        if name == "triage.jsonl":  # JSON lines: the same records, whatever the encoder's spacing
+            lines_a, lines_b = ((out / name).read_text().splitlines() for out in (out_a, out_b))
+            assert [json.loads(x) for x in lines_a] == [json.loads(x) for x in lines_b], f"{name} differs"
+            print(f"{name}: same records ({len(lines_a)} lines)")
+        elif name != "report.json":
             assert masked((out_a / name).read_bytes()) == masked((out_b / name).read_bytes()), f"{name} differs"
             print(f"{name}: same bytes")
     rows_a, rows_b = history_rows(work / "history_a.sqlite"), history_rows(work / "history_b.sqlite")
     assert rows_a == rows_b, "history rows differ"
     totals = doc_a["judge"]["totals"]
-    print(f"every output identical for {cases} cases: report.json content, {len(list(out_a.iterdir())) - 1} files "
-          f"byte for byte, history ({len(rows_a[2])} value columns), exit code {code_a}; "
+    print(f"every output identical for {cases} cases: report.json content, triage.jsonl records, "
+          f"{len(list(out_a.iterdir())) - 2} files byte for byte, history ({len(rows_a[2])} value columns), exit code {code_a}; "
           f"{totals['cache_hits']} cache hits, {totals['judge_errors']} judge errors")
     return 0
 
