@@ -379,3 +379,32 @@ def test_editing_one_corpus_chunk_rejudges_exactly_the_cases_that_show_it(tmp_pa
     called = {(c.config_id, c.case_id) for c in cases if c.source == "call"}
     assert called == affected
     assert all(c.status == "judged" for c in cases)
+
+
+def test_the_derivation_hash_changes_with_the_judge_code_and_without_sources_lives_one_process(tmp_path: Path) -> None:
+    """claim_check's case memos are keyed by it: an edit to how answers are read or combined must
+    make them unused (the cases are rebuilt from the stored answers)."""
+    import subprocess
+    import sys
+
+    src = ROOT / "src" / "groundjudge"
+    copy = tmp_path / "src" / "groundjudge"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def hashed() -> str:
+        code = "from groundjudge.judge.cache import derivation_hash; print(derivation_hash())"
+        return subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(tmp_path / "src")},
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    first = hashed()
+    assert first == hashed() and len(first) == 64
+    claims = copy / "judge" / "claims.py"
+    claims.write_text(claims.read_text() + "\n# a change to how answers are split\n")
+    edited = hashed()
+    assert edited != first
+    import compileall
+
+    compileall.compile_dir(copy, quiet=1, legacy=True)  # byte code only: nothing to tell versions apart by
+    for source in copy.rglob("*.py"):
+        source.unlink()
+    assert len({hashed(), hashed(), edited}) == 3

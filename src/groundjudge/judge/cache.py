@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -109,8 +110,13 @@ def derivation_hash() -> str:
     from groundjudge import __version__
 
     package = Path(__file__).resolve().parent
+    sources = [*sorted(package.glob("*.py")), package.parent / "select.py"]
+    if not (package / "engine.py").is_file() or not sources[-1].is_file():
+        # installed without its sources (byte code only): one version of the code cannot be
+        # told from another, so no memo outlives this process
+        return secrets.token_hex(16)
     digest = hashlib.sha256(__version__.encode("utf-8"))
-    for path in sorted([*package.glob("*.py"), package.parent / "select.py"]):
+    for path in sources:
         digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
