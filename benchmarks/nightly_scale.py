@@ -12,6 +12,9 @@ Usage (from the worktree root):
   PYTHONPATH=src python benchmarks/nightly_scale.py --cases 5000 [--dir /tmp/nightly_scale] [--keep]
   PYTHONPATH=src python benchmarks/nightly_scale.py --cases 100000 --json benchmarks/results/nightly_scale.json
 
+The judge here is ``grounded_answer`` (one cached verdict per item); ``nightly_claim_check.py``
+measures the default rubric, ``claim_check``, on a set this script left (``--keep``).
+
 The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cases under 60 s
 and under 2 GiB on this 2-core machine. Add ``--src OTHER/src`` to measure another checkout on
 the same data (a before/after in one session).
