@@ -40,6 +40,13 @@ def human_spans(data: Path) -> dict[tuple[str, str], list[dict]]:
     return spans
 
 
+def conflict_counts(table: dict[str, collections.Counter], column: str) -> tuple[int, int, int]:
+    """For the answer ``column`` meaning "contradicted": (conflict-span claims given it, claims
+    given it, conflict-span claims), the counts of its precision and recall."""
+    hits = sum(c[column] for k, c in table.items() if "Conflict" in k)
+    return hits, sum(c[column] for c in table.values()), sum(sum(c.values()) for k, c in table.items() if "Conflict" in k)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=REPO / "benchmarks" / "results" /
@@ -59,9 +66,7 @@ def main() -> int:
     for kind in sorted(table):
         c = table[kind]
         print(f"{kind:24s} {sum(c.values()):5d} {c['supported']:10d} {c['unsupported']:12d} {c['contradicted']:13d}")
-    conflict = sum(c["contradicted"] for k, c in table.items() if "Conflict" in k)
-    called = sum(c["contradicted"] for c in table.values())
-    conflicts = sum(sum(c.values()) for k, c in table.items() if "Conflict" in k)
+    conflict, called, conflicts = conflict_counts(table, "contradicted")
     flagged = {k: c["unsupported"] + c["contradicted"] for k, c in table.items()}
     print(f"'contradicted' for conflict spans: precision {conflict}/{called}, recall {conflict}/{conflicts}")
     print("claims flagged (unsupported or contradicted) per span type: "

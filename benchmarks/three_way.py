@@ -36,7 +36,7 @@ from groundjudge.load.dataset import load_dataset
 from groundjudge.select import judge_item
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from contradiction_types import human_spans, span_type
+from contradiction_types import conflict_counts, human_spans, span_type
 from judge_agreement import auroc
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,9 +140,7 @@ def main() -> int:
     for kind in sorted(table):
         c = table[kind]
         print(f"{kind:24s} {sum(c.values()):5d} {c['A']:8d} {c['B']:10d} {c['C']:12d} {c['none']:5d}")
-    hits = sum(c["B"] for k, c in table.items() if "Conflict" in k)
-    called = sum(c["B"] for c in table.values())
-    conflicts = sum(sum(c.values()) for k, c in table.items() if "Conflict" in k)
+    hits, called, conflicts = conflict_counts(table, "B")
     print(f"B (contradicted) for conflict spans: precision {hits}/{called}, recall {hits}/{conflicts}")
     scored = [(kind, p) for kind, p in rows if p is not None]
     print(f"AUROC of P(A) for no span vs any span: {auroc([p['A'] for _, p in scored], [k == 'no span' for k, _ in scored]):.3f}; "

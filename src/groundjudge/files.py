@@ -92,7 +92,8 @@ _SLICE = 1000  # entries of a large mapping encoded per call
 _WALK_DEPTH = 6  # smaller mappings are walked key by key down to this depth, then encoded whole
 
 
-def _dumps(value: Any) -> bytes:
+def compact_json(value: Any) -> bytes:
+    """``value`` as one line of compact JSON (no newline), as ``write_json_atomic`` writes it."""
     return orjson.dumps(value, option=_COMPACT)
 
 
@@ -101,16 +102,16 @@ def compact_json_chunks(value: Any, depth: int = 0) -> Iterator[bytes]:
     that many entries per call, a smaller one near the top key by key, anything else in one
     call."""
     if not isinstance(value, dict) or not value or (depth >= _WALK_DEPTH and len(value) < _SLICE):
-        yield _dumps(value)
+        yield compact_json(value)
     elif len(value) >= _SLICE:
         items = list(value.items())
         for start in range(0, len(items), _SLICE):
-            yield (b"{" if start == 0 else b",") + _dumps(dict(items[start:start + _SLICE]))[1:-1]
+            yield (b"{" if start == 0 else b",") + compact_json(dict(items[start:start + _SLICE]))[1:-1]
         yield b"}"
     else:
         sep = b"{"
         for key, item in value.items():
-            yield sep + _dumps({key: None})[1:-5]  # the key as orjson writes it, and its colon
+            yield sep + compact_json({key: None})[1:-5]  # the key as orjson writes it, and its colon
             yield from compact_json_chunks(item, depth + 1)
             sep = b","
         yield b"}"

@@ -63,13 +63,15 @@ def question_key(model: str, decoding: dict[str, Any], question: Question) -> st
     is read (its yes and no words, thresholds, grounding) is applied when it is read, so rubric
     versions that ask the same question share its answer."""
     messages = question.messages
-    try:
-        if not all(type(v) is str for m in messages for v in m.values()):
-            raise orjson.JSONEncodeError("messages hold more than text")
-        canonical = b"".join((b'{"decoding":', canonical_json(decoding), b',"kind":', canonical_strings(question.kind),
-                              b',"messages":', canonical_strings(messages), b',"model":', canonical_strings(model),
-                              b',"protocol":"claim_questions"}'))
-    except orjson.JSONEncodeError:  # the reference encoding (``judge.cache.canonical_strings``)
+    canonical = None
+    if all(type(v) is str for m in messages for v in m.values()):  # text only: orjson writes it as json does
+        try:
+            canonical = b"".join((b'{"decoding":', canonical_json(decoding), b',"kind":',
+                                  canonical_strings(question.kind), b',"messages":', canonical_strings(messages),
+                                  b',"model":', canonical_strings(model), b',"protocol":"claim_questions"}'))
+        except orjson.JSONEncodeError:  # a lone surrogate: the reference encoding says so
+            pass
+    if canonical is None:
         canonical = canonical_json({"protocol": "claim_questions", "model": model, "decoding": decoding,
                                     "kind": question.kind, "messages": messages})
     return hashlib.sha256(canonical).hexdigest()

@@ -17,9 +17,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from groundjudge.files import open_atomic, write_chunks_atomic
+from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
@@ -136,7 +134,7 @@ def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     """``triage.jsonl`` line by line (a nightly run has hundreds of thousands of findings), in
     compact JSON as ``files.write_json_atomic`` writes it."""
     for r in records:
-        yield orjson.dumps(r, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+        yield compact_json(r) + b"\n"
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
