@@ -149,3 +149,16 @@ def test_every_case_mapping_shares_its_key_strings(run):
         for key in row.values:
             assert first.setdefault(key, key) is key
     assert {"recall_doc@1", "hit_span@3", "latency_ms.end_to_end", "tokens.prompt"} <= set(first)
+
+
+def test_rows_are_compact_metric_rows_sharing_their_names(run):
+    """Each (case, config) keeps its values as a MetricRow (an array of floats, about a fifth of
+    a dict's memory); rows with the same metrics share one tuple of names."""
+    from groundjudge.metrics.row import MetricRow
+
+    rows = [r.values for cfg in run.configs.values() for r in cfg.cases]
+    assert rows and all(isinstance(r, MetricRow) for r in rows)
+    layouts = {id(r._names) for r in rows}
+    assert len(layouts) <= len({tuple(r) for r in rows})
+    assert all(MetricRow(dict(r)) == r for r in rows)
+    assert any(None in r.values() for r in rows)  # the example has metrics that do not apply somewhere

@@ -323,3 +323,31 @@ def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, m
     for name in names:
         assert (tmp_path / "alone" / name).read_bytes() == (out / name).read_bytes(), name
     assert _history_rows(tmp_path / "alone.sqlite") == _history_rows(history)
+
+
+def test_the_report_dict_reads_its_verdicts_through_views_that_equal_the_full_dump(run_dir, tmp_path):
+    """as_json_dict leaves each verdict a view of the typed one: it reads as the dumped JSON
+    (key order included), and the document is written as the full dump would be."""
+    from collections.abc import Mapping
+
+    from groundjudge.files import write_json_atomic
+    from groundjudge.report.document import ReportDocument, as_json_dict
+    from groundjudge.report.views import ModelView
+
+    text = (run_dir / "out" / "report.json").read_text()
+    typed = ReportDocument.model_validate_json(text)
+    doc = as_json_dict(typed)
+    full = typed.model_dump(mode="json", by_alias=True, exclude_none=False)
+    views = [case for section in doc["judge"]["per_config"].values() for case in section["cases"].values()]
+    assert views and all(isinstance(v, ModelView) for v in views)
+    for cfg, section in doc["judge"]["per_config"].items():
+        for case_id, view in section["cases"].items():
+            dumped = full["judge"]["per_config"][cfg]["cases"][case_id]
+            assert view == dumped and list(view) == list(dumped)
+            assert [dict(c) for c in view["claims"]] == dumped["claims"]
+            assert all(isinstance(c, Mapping) for c in view["claims"])
+            assert view.get("no such key", "absent") == "absent" and "status" in view
+    for indent in (2, None):
+        write_json_atomic(tmp_path / "again.json", doc, indent=indent)
+        again = json.loads((tmp_path / "again.json").read_text())
+        assert again == json.loads(text) and list(again["judge"]) == list(json.loads(text)["judge"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -66,8 +66,20 @@ def open_atomic(path: Path) -> Iterator[BinaryIO]:
 # text differs only in the spelling of some floats (0.00001 for 1e-05), and NaN or an infinity,
 # which JSON cannot carry, is written as null (no value) where ``json`` would refuse it.
 # Keys that are not strings are written as strings, as ``json`` does.
+# An object that stands for a JSON value without being one (``report.views.ModelView``, a
+# typed verdict read as its dump; ``metrics.row.MetricRow``, a case's metric values) gives it
+# by its ``json_value()`` as it is written; any other read-only mapping is written as a dict.
 _COMPACT = orjson.OPT_NON_STR_KEYS
 _PRETTY = orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+
+
+def _as_json(value: Any) -> Any:
+    json_value = getattr(value, "json_value", None)
+    if json_value is not None:
+        return json_value()
+    if isinstance(value, Mapping):
+        return dict(value.items())
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
@@ -78,7 +90,7 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
     if indent is None:
         write_chunks_atomic(path, _with_newline(compact_json_chunks(data)))
     elif indent == 2:
-        write_chunks_atomic(path, (orjson.dumps(data, option=_PRETTY),))
+        write_chunks_atomic(path, (orjson.dumps(data, default=_as_json, option=_PRETTY),))
     else:
         raise ValueError(f"indent must be 2 or None, not {indent!r}")
 
@@ -94,7 +106,7 @@ _WALK_DEPTH = 6  # smaller mappings are walked key by key down to this depth, th
 
 def compact_json(value: Any) -> bytes:
     """``value`` as one line of compact JSON (no newline), as ``write_json_atomic`` writes it."""
-    return orjson.dumps(value, option=_COMPACT)
+    return orjson.dumps(value, default=_as_json, option=_COMPACT)
 
 
 def compact_json_chunks(value: Any, depth: int = 0) -> Iterator[bytes]:

@@ -6,7 +6,8 @@ summarised as p50/p95/p99 rather than means; cost also gets a total.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from groundjudge.contracts import GoldenCase
@@ -22,32 +23,42 @@ class Summary(TypedDict):
 PERCENTILES = (50, 95, 99)
 
 
-def summarize(rows: Iterable[dict[str, float | None]]) -> dict[str, Summary]:
+Column = Sequence[float]
+
+
+def summarize(rows: Iterable[Mapping[str, float | None]]) -> dict[str, Summary]:
     return summaries(columns_of(rows))
 
 
-def columns_of(rows: Iterable[dict[str, float | None]]) -> dict[str, list[float]]:
-    """Metric -> its values that are not None, in row order; metrics in the order they first appear."""
-    columns: dict[str, list[float]] = {}
+def columns_of(rows: Iterable[Mapping[str, float | None]]) -> dict[str, array]:
+    """Metric -> its values that are not None, in row order; metrics in the order they first appear.
+    Each column is an ``array('d')``: the rows (``metrics.row.MetricRow``) hold no float objects
+    to point at, and a nightly run's columns would otherwise make millions of them."""
+    columns: dict[str, array] = {}
     for row in rows:
         for name, value in row.items():
-            column = columns.setdefault(name, [])
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = array("d")
             if value is not None:
                 column.append(value)
     return columns
 
 
-def pooled(parts: Iterable[dict[str, list[float]]]) -> dict[str, list[float]]:
+def pooled(parts: Iterable[Mapping[str, Column]]) -> dict[str, array]:
     """The columns of several row sets one after the other: ``columns_of`` of all their rows,
     without reading the rows again (a nightly run has hundreds of thousands)."""
-    out: dict[str, list[float]] = {}
+    out: dict[str, array] = {}
     for columns in parts:
         for name, values in columns.items():
-            out[name] = out[name] + values if name in out else list(values)
+            if name in out:
+                out[name].extend(values)
+            else:
+                out[name] = array("d", values)
     return out
 
 
-def summaries(columns: dict[str, list[float]]) -> dict[str, Summary]:
+def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
     for name, values in columns.items():
         if name.startswith("latency_ms."):
@@ -70,12 +81,14 @@ def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> 
         "difficulty": lambda r: [cases[r.case_id].difficulty or "(unset)"],
         "content_type": lambda r: r.content_types or ["(unknown)"],
     }
-    groups: dict[str, dict[str, dict[str, list[float]]]] = {kind: {} for kind in kinds}
+    groups: dict[str, dict[str, dict[str, array]]] = {kind: {} for kind in kinds}
     for r in results:
         targets = [groups[kind].setdefault(key, {}) for kind, keys in kinds.items() for key in keys(r)]
         for name, value in r.values.items():
             for columns in targets:
-                column = columns.setdefault(name, [])
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = array("d")
                 if value is not None:
                     column.append(value)
     return {kind: {key: summaries(columns) for key, columns in sorted(found.items())} for kind, found in groups.items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
@@ -13,6 +13,7 @@ from groundjudge.metrics.containment import constraint_metrics, containment_metr
 from groundjudge.metrics.grounding import citation_metrics, context_metrics
 from groundjudge.metrics.operations import operation_values
 from groundjudge.metrics.retrieval import at_k, retrieval_metrics, trec_order
+from groundjudge.metrics.row import MetricRow
 from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
 
@@ -25,11 +26,11 @@ class MetricSettings:
     rules: BehaviorRules = field(default_factory=BehaviorRules)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseMetrics:
     case_id: str
     config_id: str
-    values: dict[str, float | None]
+    values: Mapping[str, float | None]  # a MetricRow from ``compute_case``: compact, read-only
     behavior: Behavior
     acl_leaks: list[AclLeak]
     content_types: list[str]
@@ -97,5 +98,5 @@ def compute_case(
         rankings = [ranking] + [ranking_of(t) for t in paraphrase_traces]
         values[at_k("paraphrase_stability", settings.stability_k)] = topk_agreement(rankings, settings.stability_k)
     values.update(operation_values(trace))
-    return CaseMetrics(case.id, trace.config_id, values, behavior, leaks or [], case_content_types(case, trace, corpus))
+    return CaseMetrics(case.id, trace.config_id, MetricRow(values), behavior, leaks or [], case_content_types(case, trace, corpus))
 

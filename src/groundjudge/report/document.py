@@ -15,12 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundjudge.gate import GateReport
-from groundjudge.judge.results import JudgeRun, MetricValue
+from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.provenance import provenance
 from groundjudge.report.versions import SCHEMA_VERSION
+from groundjudge.report.views import ModelView
 
 
 class _Doc(BaseModel):
@@ -173,14 +174,30 @@ def _floats(values: dict[str, float | None]) -> dict[str, float | None]:
 
 def as_json_dict(document: BaseModel) -> dict[str, Any]:
     """The document as written to disk (claim classes under their JSON name ``class``). The
-    per-case metric values are the document's own mappings (JSON already), not copies."""
+    per-case metric values are the metrics stage's own rows, and each verdict of the judge
+    sections a read-only view of the typed one, not copies: mappings that read as the JSON
+    and that ``files.write_json_atomic`` writes as it (``json.dumps`` cannot take them)."""
     if not isinstance(document, MetricsDocument):
         return document.model_dump(mode="json", by_alias=True, exclude_none=False)
     exclude: dict[str, Any] = {"per_case": True, "per_config": {cfg: {"per_case"} for cfg in document.per_config}}
+    judges = {name: run for name in ("judge", "escalation")
+              if isinstance(run := getattr(document, name, None), JudgeRun)}
+    for name, run in judges.items():
+        exclude[name] = {"per_config": {cfg: {"cases"} for cfg in run.per_config}}
     dumped = document.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=exclude)
     per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=section.per_case)
                   for cfg, section in document.per_config.items()}
-    return _in_field_order(type(document), dumped, per_config=per_config, per_case=document.per_case)
+    return _in_field_order(type(document), dumped, per_config=per_config, per_case=document.per_case,
+                           **{name: _judge_json(run, dumped[name]) for name, run in judges.items()})
+
+
+def _judge_json(run: JudgeRun, dumped: dict[str, Any]) -> dict[str, Any]:
+    """The judge section with each verdict a view of the typed one (``report.views``): the
+    JSON dicts of a nightly run's verdicts would cost about as much again as the verdicts."""
+    per_config = {cfg: _in_field_order(ConfigJudgement, dumped["per_config"][cfg],
+                                       cases={cid: ModelView(case) for cid, case in section.cases.items()})
+                  for cfg, section in run.per_config.items()}
+    return _in_field_order(JudgeRun, dumped, per_config=per_config)
 
 
 def _in_field_order(model: type[BaseModel], dumped: dict[str, Any], **put: Any) -> dict[str, Any]:
