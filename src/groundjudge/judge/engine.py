@@ -58,9 +58,10 @@ class EngineTotals:
     without_logprobs: int = 0  # claim_check: answers that came with no token probabilities
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
-    """One item while it is being judged (mutable); :meth:`result` freezes it."""
+    """One item while it is being judged (mutable); :meth:`result` freezes it. Slotted: a
+    nightly run holds one per item until the last is judged."""
 
     item: JudgeItem
     status: Status = "judge_error"
@@ -154,7 +155,17 @@ class _Sent:
             return None
         out = _Pending(item, **dict(zip(self.FIELDS, self.state)))
         out.criteria = _shared(out.criteria)
+        # unpickled models each bring a set of field names of their own: share them again
+        out.claims = [with_shared_fields_set(c) for c in out.claims]
+        out.nuggets = [with_shared_fields_set(n) for n in out.nuggets]
         return out
+
+
+def _without_valid_reply(found: tuple[_Pending | None, str, CachedReply | None],
+                        ) -> tuple[_Pending | None, str, CachedReply | None]:
+    """``_from_cache``'s answer, less the cached reply when it was a valid verdict (as a worker
+    sends it): only a reply that needs a repair or a new call is used again."""
+    return (found[0], found[1], None) if found[0] is not None else found
 
 
 class _NotSent(Exception):
@@ -353,12 +364,12 @@ class JudgeEngine:
         The cyclic collector is paused meanwhile (``collector.collector_paused``): no network,
         no cycles, and hundreds of thousands of verdicts made that live to the end of the run."""
         if not worth_splitting(len(items)):
-            return [self._from_cache(item) for item in items]
+            return [_without_valid_reply(self._from_cache(item)) for item in items]
         parent = os.getpid()
 
         def find(chunk: Sequence[int]) -> list[Any]:
             if os.getpid() == parent:  # the parent's half (or all of it, when the worker failed)
-                return [self._from_cache(items[i]) for i in chunk]
+                return [_without_valid_reply(self._from_cache(items[i])) for i in chunk]
             self.on_progress = None  # the worker's progress is shown by the parent
             return [_Sent.of(self._from_cache(items[i])) for i in chunk]
 
@@ -544,6 +555,7 @@ class JudgeEngine:
             else:
                 called = await asyncio.gather(*(self._run_item(items[i], sem, stop, looked[i][1:]) for i in misses))
             found = [p for p, _, _ in looked]
+            del looked
             for i, p in zip(misses, called):
                 found[i] = p
             pending = found  # type: ignore[assignment]
@@ -553,5 +565,9 @@ class JudgeEngine:
         if stop:
             self.totals.stopped = stop["reason"]
         why = list(selected_because) if selected_because is not None else [None] * len(pending)
+        results: list[CaseJudgement] = []
         with collector_paused():  # a result per item, no cycles (see _all_from_cache)
-            return [p.result(w) for p, w in zip(pending, why)]
+            for i, w in enumerate(why):  # each item let go once its result is made
+                results.append(pending[i].result(w))
+                pending[i] = None  # type: ignore[call-overload]
+        return results
