@@ -58,3 +58,17 @@ def test_a_row_is_far_smaller_than_the_dict():
     dict_bytes = sys.getsizeof(values) + sum(sys.getsizeof(v) for v in values.values())
     row_bytes = sys.getsizeof(row) + sys.getsizeof(row._values) + sys.getsizeof(row._none)
     assert row_bytes * 3 < dict_bytes
+
+
+def test_failure_checks_read_a_row_as_they_read_its_dict():
+    from groundjudge.metrics.failures import deterministic_failures, failure_stage
+
+    rows = [{"acl_leak": 0.0, "behavior_correct": 1.0, "recall@10": 0.5, "context_recall": None, "must_contain": 0.0},
+            {"acl_leak": None, "behavior_correct": 0.0, "citation_scoped": 0.5, "trace_error": 1.0},
+            {"recall@10": 1.0, "context_recall": 1.0, "must_cite_coverage": 0.5, "forbidden_absent": 1.0}, {}]
+    for values in rows:
+        row = MetricRow(values)
+        assert deterministic_failures(row) == deterministic_failures(values)
+        for classes in (None, ["misattributed"], ["unsupported"]):
+            assert failure_stage(row, classes) == failure_stage(values, classes)
+    assert deterministic_failures(MetricRow(rows[0])) == ["must_contain", "recall@10"]

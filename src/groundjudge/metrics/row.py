@@ -62,15 +62,17 @@ class MetricRow(Mapping[str, "float | None"]):
 
     def __getitem__(self, name: str) -> float | None:
         i = self._index[name]
-        if self._none >> i & 1:
+        value = self._values[i]
+        if value != value and self._none >> i & 1:  # NaN: None, or a NaN the metric computed
             return None
-        return self._values[i]
+        return value
 
     def get(self, name: str, default: Any = None) -> Any:
         i = self._index.get(name)
         if i is None:
             return default
-        return None if self._none >> i & 1 else self._values[i]
+        value = self._values[i]
+        return None if value != value and self._none >> i & 1 else value
 
     def __contains__(self, name: object) -> bool:
         return name in self._index
