@@ -317,7 +317,11 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
                       profile: Any = None, history: str | Path | None = None) -> dict[str, Any]:
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them). With ``history``, the run is
-    appended to that history first and the HTML shows its trend. Returns report.json's content.
+    appended to that history first and the HTML shows its trend. Returns report.json's content:
+    dicts and lists, except that each case's metric values and each verdict are read-only
+    mappings over the run's own records (``metrics.row.MetricRow``, ``report.views.ModelView``),
+    not copies (a nightly run would hold every one twice). They read as the JSON does;
+    ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot).
 
     The cyclic collector is paused meanwhile (``collector.collector_paused``): the report
     objects hold no cycles and live until the files are written; on a nightly run its walks
