@@ -37,15 +37,14 @@ class MetricRow(Mapping[str, "float | None"]):
 
     def __init__(self, values: Mapping[str, float | None]) -> None:
         self._names, self._index = _layout(tuple(values))
+        items = list(values.values())
         none = 0
-        floats = array("d")
-        for i, value in enumerate(values.values()):
-            if value is None:
-                none |= 1 << i
-                floats.append(math.nan)
-            else:
-                floats.append(value)
-        self._values = floats
+        if None in items:
+            for i, value in enumerate(items):
+                if value is None:
+                    none |= 1 << i
+                    items[i] = math.nan
+        self._values = array("d", items)
         self._none = none
 
     @classmethod

@@ -9,21 +9,42 @@ written, a slice at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from operator import attrgetter
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
 
-_ALIASES: dict[type, dict[str, str]] = {}
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+# model class -> JSON name -> how to read it from an instance, in field order
+_READERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 
 
-def _aliases(model: type[BaseModel]) -> dict[str, str]:
-    """JSON name -> attribute name, in field order (as ``model_dump(by_alias=True)`` has them)."""
-    found = _ALIASES.get(model)
+def _plain(annotation: Any) -> bool:
+    """Whether a field of this type holds a JSON scalar as is (a string, number, bool or None,
+    a Literal of those, or a union of such types)."""
+    if annotation in _PLAIN:
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return all(type(arg) in _PLAIN for arg in get_args(annotation))
+    if origin in (Union, UnionType):
+        return all(_plain(arg) for arg in get_args(annotation))
+    return False
+
+
+def _readers(model: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
+    """JSON name -> reader, in field order (as ``model_dump(by_alias=True)`` has them): a field
+    that holds a scalar is read as it is, any other through ``_json``."""
+    found = _READERS.get(model)
     if found is None:
-        found = _ALIASES[model] = {info.alias or name: name for name, info in model.model_fields.items()}
+        found = {}
+        for name, info in model.model_fields.items():
+            get = attrgetter(name)
+            found[info.alias or name] = get if _plain(info.annotation) else (lambda m, get=get: _json(get(m)))
+        _READERS[model] = found
     return found
 
 
@@ -47,27 +68,27 @@ class ModelView(Mapping[str, Any]):
     fields are JSON types already (strings, numbers, booleans, None, lists, string-keyed dicts
     and models of those), as the judge's records are."""
 
-    __slots__ = ("_model", "_names")
+    __slots__ = ("_model", "_read")
 
     def __init__(self, model: BaseModel) -> None:
         self._model = model
-        self._names = _aliases(type(model))
+        self._read = _readers(type(model))
 
     def __getitem__(self, key: str) -> Any:
-        return _json(getattr(self._model, self._names[key]))
+        return self._read[key](self._model)
 
     def get(self, key: str, default: Any = None) -> Any:
-        name = self._names.get(key)
-        return default if name is None else _json(getattr(self._model, name))
+        read = self._read.get(key)
+        return default if read is None else read(self._model)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
+        return iter(self._read)
 
     def __len__(self) -> int:
-        return len(self._names)
+        return len(self._read)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._names
+        return key in self._read
 
     def json_value(self) -> dict[str, Any]:
         """The dumped object itself (report.json is written from this)."""
