@@ -306,6 +306,8 @@ def main() -> int:
     parser.add_argument("--src", type=Path, default=ROOT / "src",
                         help="the groundjudge sources to measure (default: this checkout's; another checkout's "
                              "src measures it on the same data, for a before/after in one session)")
+    parser.add_argument("--one-process", action="store_true",
+                        help="run with GROUNDJUDGE_WORKERS=1: no forked worker (the memory and time of one core)")
     parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)  # internal: the child's figures file
     args = parser.parse_args()
     folder = args.dir / f"n{args.cases}"
@@ -326,6 +328,8 @@ def main() -> int:
     size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
     print(f"  input files: {size / 2**20:.0f} MB", flush=True)
     env = {"PYTHONPATH": str(args.src.resolve()), "PATH": "/usr/bin:/bin"}
+    if args.one_process:
+        env["GROUNDJUDGE_WORKERS"] = "1"
 
     # each measured process on its own, so that one's memory never inflates the other's
     figures = folder / "in_process.json"
