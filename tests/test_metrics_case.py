@@ -162,3 +162,30 @@ def test_rows_are_compact_metric_rows_sharing_their_names(run):
     assert len(layouts) <= len({tuple(r) for r in rows})
     assert all(MetricRow(dict(r)) == r for r in rows)
     assert any(None in r.values() for r in rows)  # the example has metrics that do not apply somewhere
+
+
+def test_a_ranking_already_in_trec_order_is_the_one_trec_order_gives():
+    """ranking_of takes the trace's own order when its scores strictly fall and each id comes
+    once; on every other trace it sorts. Both agree with trec_order on the best-score pairs."""
+    import random
+
+    from groundjudge.contracts import Trace
+    from groundjudge.metrics.case import ranking_of
+    from groundjudge.metrics.retrieval import trec_order
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        n = rng.randint(1, 8)
+        ids = [f"c{rng.randint(0, 6)}" for _ in range(n)]
+        scores = [rng.choice([1.0, 0.5, 0.25, rng.random(), -0.0, 0.0]) for _ in range(n)]
+        if rng.random() < 0.5:
+            scores.sort(reverse=True)
+        trace = Trace(query_id="q", config_id="c", retrieved_chunks=[
+            {"chunk_id": cid, "score": score} for cid, score in zip(ids, scores)])
+        best: dict[str, float] = {}
+        for cid, score in zip(ids, scores):
+            best[cid] = max(best.get(cid, float("-inf")), score)
+        assert ranking_of(trace) == trec_order(list(best.items())), (ids, scores)
+    nan = Trace(query_id="q", config_id="c", retrieved_chunks=[{"chunk_id": "a", "score": float("nan")},
+                                                               {"chunk_id": "b", "score": 0.1}])
+    assert ranking_of(nan) == ["b", "a"]  # a NaN fails the test and goes the general way, as before

@@ -42,7 +42,8 @@ def test_rows_with_the_same_names_share_them_and_pickle_back_to_the_same_row():
     back = pickle.loads(pickle.dumps([a, b]))
     assert back[0]._names is a._names  # unpickled rows share the process's layout too
     assert back[0].to_dict().keys() == a.to_dict().keys() and back[1]["precision@5"] is None
-    assert [v for v in back[0].values() if v == v] == [v for v in a.values() if v == v]
+    assert [v for v in back[0].values() if v is None or not math.isnan(v)] == [
+        v for v in a.values() if v is None or not math.isnan(v)]
 
 
 def test_a_row_is_written_as_the_json_object_of_its_values():

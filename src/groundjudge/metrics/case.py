@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
@@ -42,7 +43,14 @@ def ranking_of(trace: Trace) -> list[str]:
     A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
     """
     chunks = trace.retrieved_chunks
-    if chunks and all(c.score is not None for c in chunks):
+    scores = [c.score for c in chunks]
+    if chunks and None not in scores:
+        ids = [c.chunk_id for c in chunks]
+        # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
+        # id once): that order itself, as most retrievers write it. A NaN fails the test and
+        # goes the general way.
+        if all(a > b for a, b in pairwise(scores)) and len(set(ids)) == len(ids):
+            return ids
         best: dict[str, float] = {}
         for c in chunks:
             best[c.chunk_id] = max(best.get(c.chunk_id, float("-inf")), c.score)  # type: ignore[arg-type]

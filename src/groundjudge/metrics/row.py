@@ -33,7 +33,7 @@ class MetricRow(Mapping[str, "float | None"]):
     bool value is held as the float it equals, as the JSON documents write it.
     """
 
-    __slots__ = ("_names", "_index", "_values", "_none")
+    __slots__ = ("_index", "_names", "_none", "_values")
 
     def __init__(self, values: Mapping[str, float | None]) -> None:
         self._names, self._index = _layout(tuple(values))
@@ -62,7 +62,7 @@ class MetricRow(Mapping[str, "float | None"]):
     def __getitem__(self, name: str) -> float | None:
         i = self._index[name]
         value = self._values[i]
-        if value != value and self._none >> i & 1:  # NaN: None, or a NaN the metric computed
+        if value != value and self._none >> i & 1:  # noqa: PLR0124  NaN: None, or a NaN the metric computed
             return None
         return value
 
@@ -71,7 +71,7 @@ class MetricRow(Mapping[str, "float | None"]):
         if i is None:
             return default
         value = self._values[i]
-        return None if value != value and self._none >> i & 1 else value
+        return None if value != value and self._none >> i & 1 else value  # noqa: PLR0124  (NaN first)
 
     def __contains__(self, name: object) -> bool:
         return name in self._index

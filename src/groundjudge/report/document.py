@@ -9,6 +9,7 @@ version they found when they cannot read it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
+from groundjudge.metrics.row import MetricRow
 from groundjudge.provenance import provenance
 from groundjudge.report.versions import SCHEMA_VERSION
 from groundjudge.report.views import ModelView
@@ -164,10 +166,11 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
 _JSON_FLOAT = {float, type(None)}
 
 
-def _floats(values: dict[str, float | None]) -> dict[str, float | None]:
+def _floats(values: Mapping[str, float | None]) -> Mapping[str, float | None]:
     """The values as the document's ``float | None`` type holds them (an int or bool becomes a
-    float, as validation would make it); the same mapping when they are already."""
-    if set(map(type, values.values())) <= _JSON_FLOAT:
+    float, as validation would make it); the same mapping when they are already (a MetricRow
+    always is)."""
+    if isinstance(values, MetricRow) or set(map(type, values.values())) <= _JSON_FLOAT:
         return values
     return {k: None if v is None else float(v) for k, v in values.items()}
 

@@ -16,7 +16,6 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 # model class -> JSON name -> how to read it from an instance, in field order
 _READERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
