@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from groundjudge.files import compact_json
+from groundjudge.metrics.failures import CHECKS, deterministic_failures, failure_stage
 from groundjudge.metrics.row import MetricRow
 
 VALUES = {"recall@5": 0.5, "precision@5": None, "mrr": 1.0, "hit@1": True, "count": 3, "odd": math.nan,
@@ -62,8 +63,6 @@ def test_a_row_is_far_smaller_than_the_dict():
 
 
 def test_failure_checks_read_a_row_as_they_read_its_dict():
-    from groundjudge.metrics.failures import deterministic_failures, failure_stage
-
     rows = [{"acl_leak": 0.0, "behavior_correct": 1.0, "recall@10": 0.5, "context_recall": None, "must_contain": 0.0},
             {"acl_leak": None, "behavior_correct": 0.0, "citation_scoped": 0.5, "trace_error": 1.0},
             {"recall@10": 1.0, "context_recall": 1.0, "must_cite_coverage": 0.5, "forbidden_absent": 1.0}, {}]
@@ -73,3 +72,40 @@ def test_failure_checks_read_a_row_as_they_read_its_dict():
         for classes in (None, ["misattributed"], ["unsupported"]):
             assert failure_stage(row, classes) == failure_stage(values, classes)
     assert deterministic_failures(MetricRow(rows[0])) == ["must_contain", "recall@10"]
+
+
+def _stage_by_thresholds(values, classes):
+    """failure_stage as first written, reading each metric's value against its test."""
+    def failed(metric, test):
+        v = values.get(metric)
+        return v is not None and ((test == "lt1" and v < 1) or (test == "eq0" and v == 0) or (test == "eq1" and v == 1))
+
+    classes = classes or []
+    if failed("acl_leak", "eq1"):
+        return "ACL leak"
+    if failed("behavior_correct", "eq0"):
+        return "wrong behaviour"
+    if failed("recall@10", "lt1"):
+        return "retrieval missed"
+    if failed("context_recall", "lt1"):
+        return "context dropped"
+    if any(c in ("unsupported", "contradicted") for c in classes) or failed("forbidden_absent", "eq0") \
+            or failed("must_contain", "eq0"):
+        return "answer unsupported"
+    if "misattributed" in classes or failed("citation_scoped", "lt1") or failed("must_cite_coverage", "lt1"):
+        return "citation misattributed"
+    if any(failed(m, t) for m, t, _ in CHECKS):
+        return "other check"
+    return None
+
+
+def test_failure_stage_from_the_failed_checks_is_the_stage_read_from_the_values():
+    import random
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        values = {m: rng.choice([None, 0.0, 0.5, 1.0]) for m, _, _ in CHECKS if rng.random() < 0.7}
+        classes = rng.choice([None, [], ["cited_support"], ["misattributed"], ["unsupported", "uncited"]])
+        row = MetricRow(values)
+        assert failure_stage(values, classes) == failure_stage(row, classes) == _stage_by_thresholds(values, classes)
+        assert row.failed_checks is not None and list(row.failed_checks) == deterministic_failures(values)

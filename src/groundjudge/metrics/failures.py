@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from groundjudge.metrics.row import MetricRow
+
 # metric, predicate on its value, the words a report uses; order = how serious
 CHECKS: tuple[tuple[str, str, str], ...] = (
     ("acl_leak", "eq1", "ACL leak: a chunk outside the user's tenant/roles was used"),
@@ -20,7 +22,16 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 
 
 def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
-    """The names of the failed checks, most serious first; checks with no value are skipped."""
+    """The names of the failed checks, most serious first; checks with no value are skipped.
+    A ``MetricRow`` keeps them once found (selection and every report ask for each row's)."""
+    if isinstance(values, MetricRow):
+        if values.failed_checks is None:
+            values.failed_checks = tuple(_failed_checks(values))
+        return list(values.failed_checks)
+    return _failed_checks(values)
+
+
+def _failed_checks(values: Mapping[str, float | None]) -> list[str]:
     failed = []
     for metric, test, _ in CHECKS:
         value = values.get(metric)
@@ -41,24 +52,24 @@ STAGE_ORDER = ("ACL leak", "wrong behaviour", "retrieval missed", "context dropp
 def failure_stage(values: Mapping[str, float | None], claim_classes: list[str] | None = None) -> str | None:
     """Where a failed case went wrong first, along the pipeline: retrieval, context, answer,
     citation, behaviour. ``claim_classes`` are the judge's triage classes when it judged the case."""
-    def failed(metric: str, test: str) -> bool:
-        v = values.get(metric)
-        return v is not None and ((test == "lt1" and v < 1) or (test == "eq0" and v == 0) or (test == "eq1" and v == 1))
-
-    if failed("acl_leak", "eq1"):
+    # every metric read here is one of CHECKS, with the same test
+    failed = set(deterministic_failures(values))
+    if not failed and not claim_classes:
+        return None
+    if "acl_leak" in failed:
         return "ACL leak"
-    if failed("behavior_correct", "eq0"):
+    if "behavior_correct" in failed:
         return "wrong behaviour"
-    if failed("recall@10", "lt1"):
+    if "recall@10" in failed:
         return "retrieval missed"
-    if failed("context_recall", "lt1"):
+    if "context_recall" in failed:
         return "context dropped"
     classes = claim_classes or []
-    if any(c in ("unsupported", "contradicted") for c in classes) or failed("forbidden_absent", "eq0") \
-            or failed("must_contain", "eq0"):
+    if any(c in ("unsupported", "contradicted") for c in classes) or "forbidden_absent" in failed \
+            or "must_contain" in failed:
         return "answer unsupported"
-    if "misattributed" in classes or failed("citation_scoped", "lt1") or failed("must_cite_coverage", "lt1"):
+    if "misattributed" in classes or "citation_scoped" in failed or "must_cite_coverage" in failed:
         return "citation misattributed"
-    if deterministic_failures(values):
+    if failed:
         return "other check"
     return None

@@ -33,7 +33,7 @@ class MetricRow(Mapping[str, "float | None"]):
     bool value is held as the float it equals, as the JSON documents write it.
     """
 
-    __slots__ = ("_index", "_names", "_none", "_values")
+    __slots__ = ("_index", "_names", "_none", "_values", "failed_checks")
 
     def __init__(self, values: Mapping[str, float | None]) -> None:
         self._names, self._index = _layout(tuple(values))
@@ -46,6 +46,8 @@ class MetricRow(Mapping[str, "float | None"]):
                     items[i] = math.nan
         self._values = array("d", items)
         self._none = none
+        # metrics.failures keeps the row's failed checks here once found: every report reads them
+        self.failed_checks: tuple[str, ...] | None = None
 
     @classmethod
     def _from_parts(cls, names: tuple[str, ...], values: array, none: int) -> MetricRow:
@@ -53,6 +55,7 @@ class MetricRow(Mapping[str, "float | None"]):
         row._names, row._index = _layout(names)
         row._values = values
         row._none = none
+        row.failed_checks = None
         return row
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -34,6 +34,13 @@ def _plain(annotation: Any) -> bool:
     return False
 
 
+def _models_list(annotation: Any) -> bool:
+    """Whether a field of this type is a list of models (never None)."""
+    args = get_args(annotation)
+    return (get_origin(annotation) is list and len(args) == 1 and isinstance(args[0], type)
+            and issubclass(args[0], BaseModel))
+
+
 def _readers(model: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
     """JSON name -> reader, in field order (as ``model_dump(by_alias=True)`` has them): a field
     that holds a scalar is read as it is, any other through ``_json``."""
@@ -42,7 +49,12 @@ def _readers(model: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
         found = {}
         for name, info in model.model_fields.items():
             get = attrgetter(name)
-            found[info.alias or name] = get if _plain(info.annotation) else (lambda m, get=get: _json(get(m)))
+            if _plain(info.annotation):
+                found[info.alias or name] = get
+            elif _models_list(info.annotation):  # claims, nuggets: a view of each
+                found[info.alias or name] = lambda m, get=get: [ModelView(x) for x in get(m)]
+            else:
+                found[info.alias or name] = lambda m, get=get: _json(get(m))
         _READERS[model] = found
     return found
 
@@ -71,7 +83,7 @@ class ModelView(Mapping[str, Any]):
 
     def __init__(self, model: BaseModel) -> None:
         self._model = model
-        self._read = _readers(type(model))
+        self._read = _READERS.get(type(model)) or _readers(type(model))
 
     def __getitem__(self, key: str) -> Any:
         return self._read[key](self._model)
