@@ -24,20 +24,20 @@ benchmark's own; details, the memory, what was tried and what remains in
 results/nightly_scale_README.md). Each pair of columns is one session, main at its start and
 at its end: JSON by orjson, shared strings, triage in one pass and cache keys from pieces
 (2862205 -> 5fa1d81); metric rows as float arrays and verdicts read through views
-(a6a4f5e -> 81708a7):
+(a6a4f5e -> c69c39b):
 
-  stage                                  60359bc   604a952   48e7d03   2862205   5fa1d81   a6a4f5e   81708a7
-  load (parse + validate)                  9.1 s     8.8 s     9.2 s     9.9 s    11.7 s    10.9 s    12.6 s
-  deterministic metrics                   20.2 s    13.5 s    13.6 s    13.9 s    13.1 s    12.4 s    13.7 s
-  selection                                3.8 s     3.6 s     3.4 s     3.7 s     3.4 s     3.1 s     3.1 s
-  judge pass (every verdict cached)       15.0 s    12.2 s    10.0 s    10.5 s     8.9 s     9.2 s     8.9 s
-  reports + history append                23.2 s    23.6 s    21.3 s    22.8 s    14.1 s    14.3 s    16.8 s
-  cached re-run, `groundjudge run`        74.8 s    64.0 s    59.9 s    64.7 s    53.0 s    53.6 s    54.6 s
-  its peak PSS (process and workers)     5109 MB   4445 MB   4452 MB   4455 MB   3716 MB   3708 MB   3099 MB
+  stage                                  60359bc   604a952   48e7d03   2862205   5fa1d81   a6a4f5e   c69c39b
+  load (parse + validate)                  9.1 s     8.8 s     9.2 s     9.9 s    11.7 s    10.9 s    10.3 s
+  deterministic metrics                   20.2 s    13.5 s    13.6 s    13.9 s    13.1 s    12.1 s    11.9 s
+  selection                                3.8 s     3.6 s     3.4 s     3.7 s     3.4 s     2.9 s     2.8 s
+  judge pass (every verdict cached)       15.0 s    12.2 s    10.0 s    10.5 s     8.9 s     8.5 s     8.3 s
+  reports + history append                23.2 s    23.6 s    21.3 s    22.8 s    14.1 s    13.6 s    14.2 s
+  cached re-run, `groundjudge run`        74.8 s    64.0 s    59.9 s    64.7 s    53.0 s    51.0 s    50.9 s
+  its peak PSS (process and workers)     5109 MB   4445 MB   4452 MB   4455 MB   3716 MB   3714 MB   3118 MB
 
-The time goal (60 s) is met: 81708a7 took 54.6 and 55.7 s, a6a4f5e 53.6 and 54.3 s, alternating.
+The time goal (60 s) is met: c69c39b took 50.9 and 51.1 s, a6a4f5e 51.0 and 50.5 s, alternating.
 The memory goal (2048 MB) is not: the inputs, rows and verdicts alone come to 2.5 GB as Python
-objects (results/nightly_scale_README.md, fifth session).
+objects (results/nightly_scale_README.md, fifth session). With --one-process: 64.2 s, 2789 MB.
 
 Memory: the kernel's max RSS covers one process; a run's forked workers show only in the summed
 PSS of the process tree, sampled every 0.5 s (per stage, and over the CLI run with a timeline).
