@@ -54,8 +54,6 @@ def failure_stage(values: Mapping[str, float | None], claim_classes: list[str] |
     citation, behaviour. ``claim_classes`` are the judge's triage classes when it judged the case."""
     # every metric read here is one of CHECKS, with the same test
     failed = set(deterministic_failures(values))
-    if not failed and not claim_classes:
-        return None
     if "acl_leak" in failed:
         return "ACL leak"
     if "behavior_correct" in failed:
