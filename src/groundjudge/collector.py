@@ -12,14 +12,18 @@ A pause alone defers the walk: what was made meanwhile is still young, and the c
 next runs walk all of it at once. A process that keeps its results to the end (``groundjudge
 run``) calls :func:`freeze_after_pauses`: each pause then ends with ``gc.freeze()``, which
 leaves everything alive at that moment out of later collections (still freed by reference
-counting; a cycle among them would never be). Library callers get plain pauses.
+counting; a cycle among them would never be), then hands the heap's free pages back to the
+operating system (:func:`release_free_pages`). Library callers get plain pauses.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 
 _freeze = False
 
@@ -41,5 +45,28 @@ def collector_paused() -> Iterator[None]:
     finally:
         if _freeze:
             gc.freeze()
+            release_free_pages()
         if was:
             gc.enable()
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc: no such call, nothing to do
+        return None
+
+
+def release_free_pages() -> bool:
+    """Hand the C heap's free pages back to the operating system (glibc's ``malloc_trim``);
+    False where there is no such call. Freed memory otherwise stays counted against the
+    process: loading a nightly set frees each trace file's lines, about 0.17 GB at 100,000
+    cases x 2, in holes between the records that live on, and the C library keeps those pages
+    until asked. Costs about 10 ms on a 1.5 GB heap."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
