@@ -109,11 +109,12 @@ def test_citation_offset_accuracy_needs_a_gold_span(mini):
     assert citation_metrics(labelled, trace, {})["citation_offset_accuracy"] is None  # no corpus, no spans
 
 
+@pytest.mark.parametrize("round_work", [10_000, 10])
 @pytest.mark.parametrize("configs", [("baseline", "candidate"), ("baseline",)])
-def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs):
-    """evaluate_dataset with the work split over a forked worker (a config each with two
-    configs, half of the pairs with one) gives the same rows, in the same order, and the same
-    summaries as in one process."""
+def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs, round_work):
+    """evaluate_dataset with the pairs split over forked workers (one, or one per round of
+    ten pairs), and then the configs' summaries (a config each), gives the same rows, in the
+    same order, and the same summaries as in one process."""
     from pathlib import Path
 
     from groundjudge import parallel
@@ -125,11 +126,14 @@ def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs):
     alone = evaluate_dataset(dataset)
     monkeypatch.delenv("GROUNDJUDGE_WORKERS")
     monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    monkeypatch.setattr(parallel, "ROUND_WORK", round_work)
     forks = []
     real = parallel.os.fork
     monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
     split = evaluate_dataset(dataset)
-    assert forks == [1]
+    pairs = sum(len(cfg.cases) for cfg in alone.configs.values())
+    rounds = 1 if round_work > pairs else round(pairs / round_work)
+    assert len(forks) == rounds + (len(configs) > 1)  # the summaries: one worker, for the second config
     assert list(split.configs) == list(alone.configs) == list(configs)
     for cfg in alone.configs:
         assert split.configs[cfg].cases == alone.configs[cfg].cases

@@ -127,3 +127,39 @@ def test_results_come_in_many_messages_in_order(forks: list[int], monkeypatch: p
     assert [n for n, _ in out] == list(range(101))
     assert {pid for _, pid in out[50:]} == {forks[0]}
     assert calls == [(os.getpid(), 7)] * 7 + [(os.getpid(), 1)]  # the parent's 50, in chunks of 7
+
+
+def test_a_worker_per_round_each_doing_the_second_half_of_its_round(
+        forks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ROUND_WORK the items go in rounds: each round's second half is done by a worker of
+    its own (forked after the previous one finished sending), and the order is kept."""
+    monkeypatch.setattr(parallel, "ROUND_WORK", 10)
+    out = split_map(square_with_pid, list(range(40)))
+    assert [v for v, _ in out] == [n * n for n in range(40)]
+    assert len(forks) == 4
+    me = os.getpid()
+    for r, worker in enumerate(forks):
+        assert [pid for _, pid in out[10 * r:10 * r + 10]] == [me] * 5 + [worker] * 5
+    for pid in forks:  # every worker was reaped
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    # ``work`` counts the rounds when the items stand for more (or less) than one unit each
+    forks.clear()
+    assert [v for v, _ in split_map(square_with_pid, list(range(40)), work=20)] == [n * n for n in range(40)]
+    assert len(forks) == 2
+
+
+def test_a_failed_worker_in_one_round_leaves_only_that_half_to_the_parent(
+        forks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "ROUND_WORK", 10)
+    parent = os.getpid()
+
+    def dies_on_25(chunk: Sequence[int]) -> list[tuple[int, int]]:
+        if os.getpid() != parent and 25 in chunk:
+            os._exit(3)
+        return [(n + 1, os.getpid()) for n in chunk]
+
+    out = split_map(dies_on_25, list(range(40)))
+    assert [v for v, _ in out] == list(range(1, 41))
+    assert [pid for _, pid in out[25:30]] == [parent] * 5  # round 3's worker died: its half done here
+    assert [pid for _, pid in out[35:40]] == [forks[3]] * 5

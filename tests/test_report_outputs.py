@@ -288,9 +288,11 @@ def _history_rows(path: Path) -> list:
                 conn.execute("SELECT * FROM run_values ORDER BY config, metric").fetchall()]
 
 
-def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch):
-    """Metrics and the cached judge pass split over forked workers (as on a nightly run): every
-    output file has the same bytes as the one-process run's, and the history the same row."""
+@pytest.mark.parametrize("round_work", [100_000, 8])
+def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch, round_work):
+    """Metrics and the cached judge pass split over forked workers (as on a nightly run; one
+    worker per stage, or one per round of eight items): every output file has the same bytes
+    as the one-process run's, and the history the same row."""
     import threading
 
     from groundjudge import parallel
@@ -311,12 +313,16 @@ def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, m
     history.rename(tmp_path / "alone.sqlite")
     monkeypatch.delenv("GROUNDJUDGE_WORKERS")
     monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
+    monkeypatch.setattr(parallel, "ROUND_WORK", round_work)
     forks: list[int] = []
     real = parallel.os.fork
     monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
     split = _cached_run(run_dir, out, "--history", str(history))
     assert alone.exit_code == split.exit_code and alone.exit_code in (0, 1), (alone.output, split.output)
-    assert len(forks) == 2  # metrics, judge pass
+    if round_work > 1000:
+        assert len(forks) == 3  # metrics, the two configs' summaries, judge pass
+    else:
+        assert len(forks) > 10
     names = sorted(p.name for p in (tmp_path / "alone").iterdir())
     assert names == sorted(p.name for p in out.iterdir())
     assert {"report.json", "report.md", "report.html", "triage.jsonl", "triage.md"} <= set(names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -11,13 +12,15 @@ from groundjudge.metrics.aggregate import Summary, breakdowns, columns_of, poole
 from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
 from groundjudge.parallel import split_map
 
+Breakdown = dict[str, dict[str, dict[str, Summary]]]
+
 
 @dataclass(frozen=True)
 class ConfigMetrics:
     config_id: str
     cases: list[CaseMetrics]
     aggregate: dict[str, Summary]
-    breakdown: dict[str, dict[str, dict[str, Summary]]]
+    breakdown: Breakdown
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,9 @@ class MetricsRun:
 def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -> MetricsRun:
     """Score every (case, config) that has a trace. Cases without one are in ``dataset.missing_trace``.
 
-    On a large set the work is shared with a forked worker (``parallel.split_map``): half of the
-    configs each, summaries included, when that splits the pairs about evenly (a nightly run's
-    two configs), else half of the pairs. The rows, and every summary, are the same as in one
-    process."""
+    On a large set the pairs are shared with forked workers (``parallel.split_map``), a round
+    at a time, and then the configs' summaries, made from the rows in order. The rows, and
+    every summary, are the same as in one process."""
     settings = settings or MetricSettings()
     scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, {})]
               for config_id, per_case in dataset.traces.items()}
@@ -55,20 +57,20 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -
             rows.append(compute_case(dataset.cases[case_id], variants[0], dataset.corpus, settings, paraphrases))
         return rows
 
-    def summarized(config_id: str, rows: list[CaseMetrics]) -> tuple[ConfigMetrics, dict[str, list[float]]]:
-        columns = columns_of(r.values for r in rows)
-        return ConfigMetrics(config_id, rows, summaries(columns), breakdowns(rows, dataset.cases)), columns
+    def summarized(config_ids: Sequence[str]) -> list[tuple[dict[str, Summary], Breakdown, dict[str, array]]]:
+        out = []
+        for config_id in config_ids:
+            rows = by_config[config_id]
+            columns = columns_of(r.values for r in rows)
+            out.append((summaries(columns), breakdowns(rows, dataset.cases), columns))
+        return out
 
-    def whole_configs(config_ids: Sequence[str]) -> list[tuple[ConfigMetrics, dict[str, list[float]]]]:
-        return [summarized(c, score([(c, case_id) for case_id in scored[c]])) for c in config_ids]
-
+    pairs = [(c, case_id) for c in scored for case_id in scored[c]]
+    rows = iter(split_map(score, pairs))
+    by_config = {c: [next(rows) for _ in scored[c]] for c in scored}
     ids = list(scored)
-    total = sum(len(cases) for cases in scored.values())
-    first = sum(len(scored[c]) for c in ids[:len(ids) // 2])
-    if len(ids) >= 2 and 0.4 * total <= first <= 0.6 * total:
-        parts = split_map(whole_configs, ids, work=total)
-    else:
-        rows = iter(split_map(score, [(c, case_id) for c in ids for case_id in scored[c]]))
-        parts = [summarized(c, [next(rows) for _ in scored[c]]) for c in ids]
-    overall = summaries(pooled(columns for _, columns in parts))  # every config's rows, one config after the other
-    return MetricsRun({part.config_id: part for part, _ in parts}, overall)
+    # the configs' summaries side by side too (the rows stay here: only the summaries travel)
+    made = split_map(summarized, ids, work=len(pairs))
+    overall = summaries(pooled(columns for _, _, columns in made))  # every config's rows, one config after the other
+    return MetricsRun({c: ConfigMetrics(c, by_config[c], aggregate, breakdown)
+                       for c, (aggregate, breakdown, _) in zip(ids, made)}, overall)
