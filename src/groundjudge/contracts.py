@@ -1,7 +1,8 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
 All records are frozen pydantic models, except a trace's chunks and citations: frozen dataclasses
-with slots, validated by pydantic the same way (a nightly set holds millions of them). Unknown
+with slots, validated by pydantic the same way (a nightly set holds millions of them). A loaded
+trace may hold those lists as columns that read as the same lists (``load.items``). Unknown
 fields are kept (``extra="allow"``) so that a team's own annotations travel through to the
 reports untouched.
 """
@@ -11,7 +12,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
@@ -210,6 +220,11 @@ class Trace(_Record):
     @classmethod
     def _cited_ids_as_objects(cls, value: Any) -> Any:
         return _ids_to_objects(value)
+
+    @field_serializer("retrieved_chunks", "context_chunks", "citations", mode="wrap")
+    def _items_as_lists(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # A loaded trace may hold these as columns (``load.items``): written as the lists they read as.
+        return handler(value if isinstance(value, list) else list(value))
 
     @field_validator("tokens", mode="before", json_schema_input_type=dict[str, int] | int)
     @classmethod

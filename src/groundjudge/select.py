@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from groundjudge.collector import collector_paused
 from groundjudge.contracts import Trace
 from groundjudge.load.dataset import Dataset
+from groundjudge.load.items import chunk_ids, chunk_texts
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
 
@@ -53,18 +54,18 @@ class SelectSettings:
 def judge_item(dataset: Dataset, trace: Trace) -> tuple[JudgeItem | None, list[str]]:
     """The judge's view of a trace, or the context ids whose text is nowhere to be found."""
     contexts, missing = [], []
-    for chunk in trace.context_chunks:
-        text = chunk.text if chunk.text is not None else dataset.corpus.text_of(chunk.chunk_id)
+    for chunk_id, given in zip(chunk_ids(trace.context_chunks), chunk_texts(trace.context_chunks), strict=True):
+        text = given if given is not None else dataset.corpus.text_of(chunk_id)
         if text is None:
-            missing.append(chunk.chunk_id)
+            missing.append(chunk_id)
         else:
-            contexts.append((chunk.chunk_id, text))
+            contexts.append((chunk_id, text))
     if missing:
         return None, missing
     case = dataset.cases[trace.query_id]
     item = JudgeItem(case_id=case.id, config_id=trace.config_id, question=trace.question or case.question,
                      contexts=tuple(contexts), answer=trace.answer or "",
-                     citations=tuple(c.chunk_id for c in trace.citations), expected_answer=case.expected_answer)
+                     citations=tuple(chunk_ids(trace.citations)), expected_answer=case.expected_answer)
     return item, []
 
 
@@ -82,8 +83,7 @@ def _smoke_sample(dataset: Dataset, per_tag: int, seed: int) -> set[str]:
 def _changed(trace: Trace, base: Trace | None) -> bool:
     if base is None:
         return False
-    return trace.answer != base.answer or [c.chunk_id for c in trace.context_chunks] != [
-        c.chunk_id for c in base.context_chunks]
+    return trace.answer != base.answer or list(chunk_ids(trace.context_chunks)) != list(chunk_ids(base.context_chunks))
 
 
 @collector_paused()  # a decision and an item per pair, no cycles (see collector)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+from groundjudge.load.items import chunk_ids
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ def acl_leaks(case: GoldenCase, trace: Trace, chunks: Mapping[str, CorpusChunk])
         return None
     tenant, roles = case.user_context.tenant, case.user_context.roles
     leaks = []
-    for where, ids in (("retrieved", [c.chunk_id for c in trace.retrieved_chunks]),
-                       ("context", [c.chunk_id for c in trace.context_chunks]),
-                       ("cited", [c.chunk_id for c in trace.citations])):
+    for where, ids in (("retrieved", chunk_ids(trace.retrieved_chunks)),
+                       ("context", chunk_ids(trace.context_chunks)),
+                       ("cited", chunk_ids(trace.citations))):
         for cid in ids:
             chunk = chunks.get(cid)
             reason = chunk_allowed(chunk, tenant, roles) if chunk else None

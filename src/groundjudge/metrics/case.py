@@ -8,6 +8,7 @@ from itertools import pairwise
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
+from groundjudge.load.items import chunk_docs, chunk_ids, chunk_scores
 from groundjudge.metrics.acl import AclLeak, acl_leaks
 from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observed_behavior
 from groundjudge.metrics.containment import constraint_metrics, containment_metrics
@@ -43,19 +44,19 @@ def ranking_of(trace: Trace) -> list[str]:
     A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
     """
     chunks = trace.retrieved_chunks
-    scores = [c.score for c in chunks]
+    ids = chunk_ids(chunks)
+    scores = chunk_scores(chunks)
     if chunks and None not in scores:
-        ids = [c.chunk_id for c in chunks]
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
         # goes the general way.
         if all(a > b for a, b in pairwise(scores)) and len(set(ids)) == len(ids):
-            return ids
+            return list(ids)
         best: dict[str, float] = {}
-        for c in chunks:
-            best[c.chunk_id] = max(best.get(c.chunk_id, float("-inf")), c.score)  # type: ignore[arg-type]
+        for cid, score in zip(ids, scores, strict=True):
+            best[cid] = max(best.get(cid, float("-inf")), score)  # type: ignore[type-var]
         return trec_order(list(best.items()))
-    return list(dict.fromkeys(c.chunk_id for c in chunks))
+    return list(dict.fromkeys(ids))
 
 
 def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int]) -> dict[str, float | None]:
@@ -64,7 +65,8 @@ def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpu
         expected = sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))})
     if not expected:
         return {at_k("recall_doc", k): None for k in ks}
-    doc_by_chunk = {c.chunk_id: c.doc_id for c in trace.retrieved_chunks if c.doc_id}
+    chunks = trace.retrieved_chunks
+    doc_by_chunk = {cid: doc for cid, doc in zip(chunk_ids(chunks), chunk_docs(chunks), strict=True) if doc}
     docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
     wanted = set(expected)
     return {at_k("recall_doc", k): len(wanted & set(docs[:k])) / len(wanted) for k in ks}

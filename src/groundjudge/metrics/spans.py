@@ -26,6 +26,8 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
                  ks: Sequence[int]) -> dict[str, float | None]:
     """``hit_span@k`` and ``recall_span@k``; None when spans are missing on either side."""
     gold = [chunks[cid] for cid in case.relevant_chunk_ids if cid in chunks and chunks[cid].offsets is not None]
+    if not gold:
+        return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
     by_id = {c.chunk_id: c for c in trace.retrieved_chunks}
     retrieved = []
     for cid in ranking:
@@ -34,7 +36,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
         doc = r.doc_id or (known.doc_id if known else None)
         offsets = r.offsets or (known.offsets if known else None)
         retrieved.append((doc, offsets))
-    if not gold or any(doc is None or off is None for doc, off in retrieved):
+    if any(doc is None or off is None for doc, off in retrieved):
         return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
     out: dict[str, float | None] = {}
     for k in ks:

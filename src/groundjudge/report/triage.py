@@ -19,6 +19,7 @@ from typing import Any
 
 from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
 from groundjudge.load.dataset import Dataset
+from groundjudge.load.items import chunk_ids
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
 from groundjudge.report.selective_section import abstention_text, queue_lines
@@ -38,7 +39,7 @@ def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str,
     case = dataset.cases[case_id]
     trace = dataset.trace(config_id, case_id)
     ranking = ranking_of(trace) if trace else []
-    context = {c.chunk_id for c in trace.context_chunks} if trace else set()
+    context = set(chunk_ids(trace.context_chunks)) if trace else set()
     gold = sorted(case.relevant_chunk_ids)
     return {
         "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g],
@@ -84,8 +85,8 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                 records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
                                 "criteria": waiting["criteria"], "why": queue_why(reasons), "reasons": reasons,
                                 "retrieval": facts})
-            retrieved = {c.chunk_id for c in trace.retrieved_chunks}
-            context = {c.chunk_id for c in trace.context_chunks}
+            retrieved = set(chunk_ids(trace.retrieved_chunks))
+            context = set(chunk_ids(trace.context_chunks))
             for cit in trace.citations:
                 problem = None
                 if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
