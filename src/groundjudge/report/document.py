@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from groundjudge.gate import GateReport
 from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
-from groundjudge.metrics.case import MetricSettings
+from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.row import MetricRow
 from groundjudge.provenance import provenance
@@ -128,6 +128,7 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
     value) is also given at the top level.
     """
     per_config: dict[str, ConfigMetrics] = {}
+    details = _Details()
     for cfg_id, cfg in run.configs.items():
         versions: dict[str, set[str]] = {}
         for variants in dataset.traces[cfg_id].values():
@@ -141,15 +142,12 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
             by_difficulty={g: _summaries(v) for g, v in cfg.breakdown["difficulty"].items()},
             by_content_type={g: _summaries(v) for g, v in cfg.breakdown["content_type"].items()},
             per_case={}, case_details={})
-        # The per-case parts are built from typed records already: not validated again, and the
-        # metric values are the metrics stage's own mappings, not copies (nightly runs hold
-        # hundreds of thousands of them).
+        # The per-case parts are built from typed records already: not validated again, the
+        # metric values are the metrics stage's own mappings, not copies, and equal details are
+        # one (frozen) object (nightly runs hold hundreds of thousands of them).
         per_config[cfg_id] = small.model_copy(update={
             "per_case": {c.case_id: _floats(c.values) for c in cfg.cases},
-            "case_details": {c.case_id: CaseDetail.model_construct(
-                observed_behavior=c.behavior, expected_behavior=dataset.cases[c.case_id].expected_behavior,
-                acl_leaks=[asdict(leak) for leak in c.acl_leaks] if c.acl_leaks else [],
-                content_types=c.content_types) for c in cfg.cases}})
+            "case_details": {c.case_id: details.of(c, dataset.cases[c.case_id].expected_behavior) for c in cfg.cases}})
     return MetricsDocument(
         provenance=Provenance.model_validate(provenance()), inputs=dataset.sources,
         settings=MetricsSettings(ks=list(settings.ks), offset_window_bytes=settings.offset_window,
@@ -161,6 +159,27 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
         aggregate=_summaries(run.overall), per_config=per_config,
         per_case=next(iter(per_config.values())).per_case if len(per_config) == 1 else None,
     )
+
+
+class _Details:
+    """One ``CaseDetail`` object per distinct detail without ACL leaks: a nightly run's 200,000
+    pairs have a handful (about 0.1 GB as an object each)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str, tuple[str, ...]], CaseDetail] = {}
+
+    def of(self, case: CaseMetrics, expected: str) -> CaseDetail:
+        if case.acl_leaks:
+            return CaseDetail.model_construct(observed_behavior=case.behavior, expected_behavior=expected,
+                                              acl_leaks=[asdict(leak) for leak in case.acl_leaks],
+                                              content_types=case.content_types)
+        key = (case.behavior, expected, tuple(case.content_types))
+        found = self.seen.get(key)
+        if found is None:
+            found = self.seen[key] = CaseDetail.model_construct(
+                observed_behavior=case.behavior, expected_behavior=expected, acl_leaks=[],
+                content_types=list(case.content_types))
+        return found
 
 
 _JSON_FLOAT = {float, type(None)}
@@ -182,16 +201,27 @@ def as_json_dict(document: BaseModel) -> dict[str, Any]:
     and that ``files.write_json_atomic`` writes as it (``json.dumps`` cannot take them)."""
     if not isinstance(document, MetricsDocument):
         return document.model_dump(mode="json", by_alias=True, exclude_none=False)
-    exclude: dict[str, Any] = {"per_case": True, "per_config": {cfg: {"per_case"} for cfg in document.per_config}}
+    exclude: dict[str, Any] = {"per_case": True,
+                               "per_config": {cfg: {"per_case", "case_details"} for cfg in document.per_config}}
     judges = {name: run for name in ("judge", "escalation")
               if isinstance(run := getattr(document, name, None), JudgeRun)}
     for name, run in judges.items():
         exclude[name] = {"per_config": {cfg: {"cases"} for cfg in run.per_config}}
     dumped = document.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=exclude)
-    per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=section.per_case)
+    views: dict[int, ModelView] = {}  # one view per detail object: most are shared (``_Details``)
+    per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=section.per_case,
+                                       case_details={cid: _shared_view(d, views)
+                                                     for cid, d in section.case_details.items()})
                   for cfg, section in document.per_config.items()}
     return _in_field_order(type(document), dumped, per_config=per_config, per_case=document.per_case,
                            **{name: _judge_json(run, dumped[name]) for name, run in judges.items()})
+
+
+def _shared_view(model: BaseModel, views: dict[int, ModelView]) -> ModelView:
+    view = views.get(id(model))
+    if view is None:
+        view = views[id(model)] = ModelView(model)
+    return view
 
 
 def _judge_json(run: JudgeRun, dumped: dict[str, Any]) -> dict[str, Any]:
