@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundjudge.collector import collector_paused
-from groundjudge.contracts import with_shared_fields_set
+from groundjudge.contracts import with_shared_parts
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
@@ -78,7 +78,7 @@ class _Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return with_shared_fields_set(CaseJudgement(
+        return with_shared_parts(CaseJudgement(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
@@ -88,7 +88,7 @@ class _Pending:
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [with_shared_fields_set(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
+    return [with_shared_parts(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
                                                support=list(c.support), klass=c.triage_class))
             for c in verdict.claims]
 
@@ -156,8 +156,8 @@ class _Sent:
         out = _Pending(item, **dict(zip(self.FIELDS, self.state)))
         out.criteria = _shared(out.criteria)
         # unpickled models each bring a set of field names of their own: share them again
-        out.claims = [with_shared_fields_set(c) for c in out.claims]
-        out.nuggets = [with_shared_fields_set(n) for n in out.nuggets]
+        out.claims = [with_shared_parts(c) for c in out.claims]
+        out.nuggets = [with_shared_parts(n) for n in out.nuggets]
         return out
 
 
@@ -334,8 +334,8 @@ class JudgeEngine:
         except ValidationError:  # not one this code reads: derived again, and replaced
             return None, key, cached
         out = _Pending(item, status="judged", source="cache", criteria=_shared(memo.criteria),
-                       claims=[with_shared_fields_set(c) for c in memo.claims],
-                       nuggets=[with_shared_fields_set(n) for n in memo.nuggets])
+                       claims=[with_shared_parts(c) for c in memo.claims],
+                       nuggets=[with_shared_parts(n) for n in memo.nuggets])
         self.totals.cache_hits += 1
         return self._finish(out), key, cached
 

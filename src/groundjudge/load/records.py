@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from groundjudge.contracts import with_shared_fields_set
+from groundjudge.contracts import with_shared_parts
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
 
@@ -112,7 +112,7 @@ def _jsonl_fast(text: str, model: type[M], prepare: Callable[[M], object] | None
         if not raw.strip():
             continue
         try:
-            record = with_shared_fields_set(model.model_validate_json(raw))
+            record = with_shared_parts(model.model_validate_json(raw))
         except ValidationError:
             return None
         if prepare is not None:
@@ -146,7 +146,7 @@ def read_records(path: str | Path, model: type[M], *, prepare: Callable[[M], obj
             problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
         else:
             try:
-                record = with_shared_fields_set(model.model_validate(obj))
+                record = with_shared_parts(model.model_validate(obj))
             except ValidationError as exc:
                 problems.extend(validation_problems(path, lineno, exc))
             else:
