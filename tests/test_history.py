@@ -260,3 +260,26 @@ def test_pack_column_stores_float64_bytes_ints_and_bools_as_floats():
     expected = array("d", [math.nan if v is None else float(v) for v in values]).tobytes()
     assert zlib.decompress(blob) == expected
     assert unpack_column(blob) == [None, 1.0, 1.0, 0.0, 0.5, 1e-05, -0.0, float(2**53 + 1), 3.0]
+
+
+def test_pack_report_packs_what_pack_of_the_copied_values_packs():
+    """pack_report reads the rows and verdicts in place into float columns: the same blobs as
+    ``pack(per_case_values(doc))``, with None, ints, bools, a missing criterion, a None
+    criterion value and a judged case without a row."""
+    from types import SimpleNamespace as NS
+
+    from groundjudge.history.summary import pack_report, per_case_values
+    from groundjudge.judge.results import CriterionValue
+    from groundjudge.metrics.row import MetricRow
+
+    rows = {"a": MetricRow({"recall@5": 1.0, "mrr@10": None, "acl_leak": True}),
+            "b": {"recall@5": 0, "mrr@10": 0.25, "latency_ms.end_to_end": 12.5},
+            "c": MetricRow({"recall@5": 0.5, "mrr@10": 0.5, "acl_leak": False})}
+    criteria = [NS(name="faithful", metric="faithfulness"), NS(name="correct", metric="correctness")]
+    cases = {"a": NS(criteria={"faithful": CriterionValue(label=True, value=1.0),
+                               "correct": CriterionValue(label=None, value=None)}),
+             "c": NS(criteria={"faithful": CriterionValue(label=False, value=0.0)}),
+             "z": NS(criteria={"correct": CriterionValue(label=2, value=2.0)})}
+    doc = NS(per_config={"cfg": NS(per_case=rows), "other": NS(per_case={"a": {"recall@5": 0.75}})},
+             judge=NS(per_config={"cfg": NS(cases=cases)}, criteria=criteria))
+    assert pack_report(doc) == pack(per_case_values(doc))  # type: ignore[arg-type]
