@@ -44,3 +44,29 @@ def test_trace_chunk_ids_are_the_corpus_strings_and_unchanged(mini: Path, tmp_pa
     assert odd.retrieved_chunks[-1].chunk_id == "nowhere#9" and odd.retrieved_chunks[-1].doc_id == "nowhere"
     assert odd.retrieved_chunks[0].doc_id == "another-doc"
     assert odd.retrieved_chunks[1].doc_id is ds.corpus.chunks["sla#1"].doc_id
+
+
+def test_loaded_records_share_their_empty_parts_and_equal_small_dicts(tmp_path: Path) -> None:
+    """Empty lists and dicts, empty extras and a dict equal to the last record's are one object
+    across the records of a kind, and every record still equals the line parsed on its own."""
+    from groundjudge.contracts import GoldenCase, Trace
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    cases = load_golden(examples / "golden.jsonl")
+    traces = load_traces([examples / "traces" / "baseline.jsonl"], cases)
+    golden_lines = [line for line in (examples / "golden.jsonl").read_text().splitlines() if line.strip()]
+    for line in golden_lines:
+        parsed = GoldenCase.model_validate_json(line)
+        assert cases[parsed.id] == parsed and cases[parsed.id].model_dump() == parsed.model_dump()
+    empty = [c.forbidden for c in cases.values() if not c.forbidden]
+    assert len(empty) > 5 and all(e is empty[0] for e in empty)
+    loaded = [t for per_case in traces.values() for variants in per_case.values() for t in variants.values()]
+    for line in (examples / "traces" / "baseline.jsonl").read_text().splitlines():
+        if line.strip():
+            parsed = Trace.model_validate_json(line)
+            assert traces[parsed.config_id][parsed.query_id][parsed.paraphrase] == parsed
+    versions = [t.versions for t in loaded if t.versions]
+    assert len(versions) > 5 and all(v is versions[0] for v in versions if v == versions[0])
+    assert len({id(t.__pydantic_extra__) for t in loaded if not t.__pydantic_extra__}) == 1
+    deep = loaded[0].model_copy(deep=True)
+    assert deep == loaded[0] and deep.versions is not loaded[0].versions

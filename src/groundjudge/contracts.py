@@ -44,7 +44,7 @@ def with_shared_parts(model: M) -> M:
     A nightly run holds hundreds of thousands of cases, traces, chunks and verdicts, each with
     its own copies of these otherwise: 0.5 to 0.7 KB a record for the set, and 70 to 200 bytes
     for each empty list or dict. The records are frozen and nothing changes their lists or
-    dicts in place; a copy (``model_copy``) gets parts of its own."""
+    dicts in place (``model_copy(deep=True)`` gives a record parts of its own)."""
     cls = type(model)
     fields = model.__pydantic_fields_set__
     seen = _FIELDS_SETS.get(cls)
@@ -78,7 +78,7 @@ def with_shared_parts(model: M) -> M:
     return model
 
 
-_SMALL_DICT = 4  # larger dicts differ from record to record (a case's grades): not compared
+_SMALL_DICT = 16  # larger dicts are not compared
 
 
 def _same_types(a: dict[str, Any], b: dict[str, Any]) -> bool:
