@@ -143,3 +143,11 @@ def test_nan_scores_and_the_ranking_as_with_lists():
         as_columns = Trace(query_id="q", config_id="c", retrieved_chunks=chunks)
         object.__setattr__(as_columns, "retrieved_chunks", columns)
         assert ranking_of(as_columns) == ranking_of(as_list)
+
+
+def test_ranks_one_to_n_are_one_shared_range_and_others_an_array():
+    a, b = RetrievedColumns.of(_chunks(3)), RetrievedColumns.of(_chunks(3))
+    assert a is not None and b is not None and a.ranks is b.ranks and a.ranks == range(1, 4)
+    odd = RetrievedColumns.of([RetrievedChunk(chunk_id="a", rank=2), RetrievedChunk(chunk_id="b", rank=1)])
+    assert odd is not None and list(odd.ranks) == [2, 1] and [c.rank for c in odd] == [2, 1]
+    assert [type(c.rank) for c in a] == [int] * 3 and pickle.loads(pickle.dumps(a)) == _chunks(3)

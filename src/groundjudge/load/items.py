@@ -84,12 +84,13 @@ _FIELDS: dict[type, tuple[str, ...]] = {
 
 class RetrievedColumns(_Columns[RetrievedChunk]):
     """Retrieved chunks as columns: ids; documents, stages and content types (each None when no
-    chunk has one); scores and ranks (arrays, each None when no chunk has one)."""
+    chunk has one); scores and ranks (arrays, each None when no chunk has one; ranks 1 to n,
+    as most traces have them, are one shared ``range``)."""
 
     __slots__ = ("docs", "ids", "ranks", "scores", "stages", "types")
 
     def __init__(self, ids: tuple[str, ...], docs: tuple[str | None, ...] | None, scores: array | None,
-                 ranks: array | None, stages: tuple[str | None, ...] | None = None,
+                 ranks: array | range | None, stages: tuple[str | None, ...] | None = None,
                  types: tuple[str | None, ...] | None = None) -> None:
         self.ids, self.docs, self.scores, self.ranks, self.stages, self.types = ids, docs, scores, ranks, stages, types
 
@@ -106,7 +107,7 @@ class RetrievedColumns(_Columns[RetrievedChunk]):
         if given not in (0, n) or n - ranks.count(None) not in (0, n):
             return None
         try:
-            rank_column = array("q", ranks) if ranks[0] is not None else None
+            rank_column = _ranks(ranks) if ranks[0] is not None else None
         except OverflowError:  # past 64 bits: left as a list
             return None
         return cls(ids, _column(docs), array("d", scores) if given else None, rank_column, _column(stages),
@@ -124,6 +125,18 @@ class RetrievedColumns(_Columns[RetrievedChunk]):
 
 def _column(values: tuple[str | None, ...]) -> tuple[str | None, ...] | None:
     return None if values.count(None) == len(values) else values
+
+
+_IN_ORDER: dict[int, tuple[tuple[int, ...], range]] = {}  # n -> the ranks 1 to n, as a tuple and as a range
+
+
+def _ranks(ranks: tuple[int, ...]) -> array | range:
+    """The ranks 1 to n as one shared range, else an array."""
+    n = len(ranks)
+    known = _IN_ORDER.get(n)
+    if known is None:
+        known = _IN_ORDER[n] = (tuple(range(1, n + 1)), range(1, n + 1))
+    return known[1] if ranks == known[0] else array("q", ranks)
 
 
 _RETRIEVED = attrgetter("chunk_id", "doc_id", "score", "rank", "stage", "type", "text", "offsets")
