@@ -195,3 +195,23 @@ def test_bundled_example_every_pair_decided() -> None:
     chosen = [s for s in selections if s.judge]
     assert [s.priority for s in chosen] == sorted(s.priority for s in chosen)
     assert ("baseline", "q045") in {(s.config_id, s.case_id) for s in chosen if s.priority == 0}
+
+
+def test_items_naming_the_same_chunk_share_its_text_pair():
+    """Two configs' items that put the same corpus chunk in context hold one (id, text) pair."""
+    from pathlib import Path
+
+    from groundjudge.load.dataset import load_dataset
+    from groundjudge.metrics.evaluate import evaluate_dataset
+    from groundjudge.select import select_cases
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    ds = load_dataset(examples / "golden.jsonl", [examples / "traces" / "baseline.jsonl",
+                                                  examples / "traces" / "candidate.jsonl"], examples / "corpus.jsonl")
+    items = [s.item for s in select_cases(ds, evaluate_dataset(ds)) if s.item is not None]
+    by_id: dict[str, tuple[str, str]] = {}
+    for item in items:
+        for pair in item.contexts:
+            assert by_id.setdefault(pair[0], pair) == pair
+    assert all(pair is by_id[pair[0]] for item in items for pair in item.contexts)
+    assert len(by_id) < sum(len(item.contexts) for item in items)

@@ -51,15 +51,26 @@ class SelectSettings:
     baseline_config: str | None = None  # default: the first config
 
 
-def judge_item(dataset: Dataset, trace: Trace) -> tuple[JudgeItem | None, list[str]]:
-    """The judge's view of a trace, or the context ids whose text is nowhere to be found."""
+def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]] | None = None,
+               ) -> tuple[JudgeItem | None, list[str]]:
+    """The judge's view of a trace, or the context ids whose text is nowhere to be found.
+    ``shared``: (chunk id, corpus text) pairs already made, by chunk id, for items to share (a
+    nightly run's 200,000 items name the same chunks again and again)."""
     contexts, missing = [], []
     for chunk_id, given in zip(chunk_ids(trace.context_chunks), chunk_texts(trace.context_chunks), strict=True):
-        text = given if given is not None else dataset.corpus.text_of(chunk_id)
-        if text is None:
-            missing.append(chunk_id)
-        else:
-            contexts.append((chunk_id, text))
+        if given is not None:
+            contexts.append((chunk_id, given))
+            continue
+        pair = shared.get(chunk_id) if shared is not None else None
+        if pair is None:
+            text = dataset.corpus.text_of(chunk_id)
+            if text is None:
+                missing.append(chunk_id)
+                continue
+            pair = (chunk_id, text)
+            if shared is not None:
+                shared[chunk_id] = pair
+        contexts.append(pair)
     if missing:
         return None, missing
     case = dataset.cases[trace.query_id]
@@ -95,6 +106,7 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
     sample = _smoke_sample(dataset, settings.smoke_per_tag, settings.seed) if settings.smoke else None
     chosen: list[Selection] = []
     skipped: list[Selection] = []
+    pairs: dict[str, tuple[str, str]] = {}
     for config_id in configs:
         for case_id in dataset.cases:
             trace = dataset.trace(config_id, case_id)
@@ -114,7 +126,7 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
             if not (trace.answer or "").strip():
                 skip("empty answer")
                 continue
-            item, missing = judge_item(dataset, trace)
+            item, missing = judge_item(dataset, trace, pairs)
             if item is None:
                 skip(f"missing_text: no text for context chunk(s) {', '.join(missing)}")
                 continue

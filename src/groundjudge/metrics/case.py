@@ -108,5 +108,13 @@ def compute_case(
         rankings = [ranking] + [ranking_of(t) for t in paraphrase_traces]
         values[at_k("paraphrase_stability", settings.stability_k)] = topk_agreement(rankings, settings.stability_k)
     values.update(operation_values(trace))
-    return CaseMetrics(case.id, trace.config_id, MetricRow(values), behavior, leaks or [], case_content_types(case, trace, corpus))
+    types = case_content_types(case, trace, corpus)
+    return CaseMetrics(case.id, trace.config_id, MetricRow(values), behavior, leaks or _NO_LEAKS,
+                       _SEEN_TYPES.setdefault(tuple(types), types))
+
+
+# A row per pair, most with no leak and one of a few sets of content types: those lists are
+# shared (the rows are frozen; nothing changes them in place).
+_NO_LEAKS: list[AclLeak] = []
+_SEEN_TYPES: dict[tuple[str, ...], list[str]] = {}
 
