@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from groundjudge.collector import collector_paused
+from groundjudge.collector import collector_paused, release_free_pages
 from groundjudge.config import Config, apply_environment, load_config
 from groundjudge.errors import InputError
 
@@ -344,6 +344,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
 
     typed = report_document(result)
     trend = record_history(result, typed, out_dir, history) if history is not None else None
+    release_free_pages()  # what the history's columns took, before the documents are built
     doc = as_json_dict(typed)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
@@ -354,6 +355,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
     write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
     write_text_atomic(out_dir / "report.md", text)
+    release_free_pages()
     write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
     write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
     if junit is not None:
