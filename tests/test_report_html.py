@@ -156,7 +156,7 @@ def test_large_runs_keep_drill_downs_for_failed_cases_only(example_html, monkeyp
 
     doc = json.loads((example_html.parent / "report.json").read_text())
     dataset = api.load_inputs(api.resolve_config(EXAMPLE))
-    pairs = html._pairs(doc)
+    pairs = list(html._pairs(doc))
     failing = [p for p in pairs if p[4]]
     assert len(pairs) == 102 and 5 < len(failing) < 102
     full = html.render_html(doc, dataset)

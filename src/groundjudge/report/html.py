@@ -7,6 +7,7 @@ the failed-case table and reads nothing from the data.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -62,18 +63,16 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
 MAX_DRILL_DOWNS = 2000
 
 
-def _pairs(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], dict[str, Any], bool]]:
+def _pairs(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any], bool]]:
     """(config, case, metric values, judge verdict, failed?) for every scored pair, in order."""
     judge = doc.get("judge", {}).get("per_config", {})
-    out = []
     for cfg in doc["configs"]:
         verdicts = judge.get(cfg, {}).get("cases", {})
         for case_id, values in doc["per_config"][cfg]["per_case"].items():
             verdict = verdicts.get(case_id, {})
             failed = bool(deterministic_failures(values)) or verdict.get("status") == "judge_error" or any(
                 cl["verdict"] not in ("supported", "unchecked") for cl in verdict.get("claims", []))
-            out.append((cfg, case_id, values, verdict, failed))
-    return out
+            yield cfg, case_id, values, verdict, failed
 
 
 def _case_views(doc: dict[str, Any], dataset: Dataset,
@@ -189,16 +188,27 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
     env.filters["num"] = number
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
-    pairs = _pairs(doc)
-    failing = [p for p in pairs if p[4]]
+    # Only what the page can show is kept: the first MAX_DRILL_DOWNS pairs and failed pairs (a
+    # nightly run's 200,000 pairs, listed, took about 50 MB for nothing)
+    first: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
+    failing: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
+    total = failed_total = 0
+    for pair in _pairs(doc):
+        total += 1
+        if len(first) < MAX_DRILL_DOWNS:
+            first.append(pair)
+        if pair[4]:
+            failed_total += 1
+            if len(failing) < MAX_DRILL_DOWNS:
+                failing.append(pair)
     cap_note = None
-    if len(pairs) > MAX_DRILL_DOWNS:
-        shown = failing[:MAX_DRILL_DOWNS]
-        cap_note = (f"{len(pairs):,} case × config pairs, {len(failing):,} failed: this page details the first "
+    if total > MAX_DRILL_DOWNS:
+        shown = failing
+        cap_note = (f"{total:,} case × config pairs, {failed_total:,} failed: this page details the first "
                     f"{len(shown):,} failed ones only. Every case is in report.json, and every failure in "
                     "triage.jsonl and triage.md.")
     else:
-        shown = pairs
+        shown = first
     cases = _case_views(doc, dataset, shown)
     criteria = doc.get("judge", {}).get("criteria", [])
     return template.render(
@@ -206,6 +216,6 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
         trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0]["metric"] if criteria else None,
-        failed=[c for c in cases if c["failed"]], failed_total=len(failing), cap_note=cap_note,
+        failed=[c for c in cases if c["failed"]], failed_total=failed_total, cap_note=cap_note,
         verdict_class=VERDICT_CLASS,
     )
