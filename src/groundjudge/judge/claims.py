@@ -67,8 +67,8 @@ def _marker_ids(match: re.Match[str]) -> list[str] | None:
     # ``[x]`` (task boxes) and ``[Note]`` out.
     if not all(i.isdigit() or re.search(r"[\d#\-_]", i) for i in ids):
         return None
-    if match.group("a") is not None and match.string[match.end():match.end() + 1] == "(":
-        return None  # markdown link [text](url)
+    if match.group("a") is not None and _IMAGE_OR_LINK.match(match.string, match.start()):
+        return None  # markdown link [text](url); "[id](" with no closing parenthesis is a citation
     return ids
 
 
