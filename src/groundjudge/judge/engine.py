@@ -127,13 +127,6 @@ class _CaseMemo(BaseModel):
     nuggets: list[NuggetResult]
 
 
-def _without_valid_reply(found: tuple[_Pending | None, str, CachedReply | None],
-                        ) -> tuple[_Pending | None, str, CachedReply | None]:
-    """``_from_cache``'s answer, less the cached reply when it was a valid verdict (as a worker
-    sends it): only a reply that needs a repair or a new call is used again."""
-    return (found[0], found[1], None) if found[0] is not None else found
-
-
 class _NotSent(Exception):
     """A question that was not sent: the run stopped, or the budget ran out."""
 
@@ -323,15 +316,22 @@ class JudgeEngine:
             self._memos.clear()
 
     @collector_paused()
-    def _all_from_cache(self, items: Sequence[JudgeItem]) -> list[tuple[_Pending | None, str, CachedReply | None]]:
-        """``_from_cache`` of every item, in order, in this process. The cyclic collector is
-        paused meanwhile (``collector.collector_paused``): no network, no cycles, and hundreds
-        of thousands of verdicts made that live to the end of the run.
+    def _all_from_cache(self, items: Sequence[JudgeItem], why: Sequence[str | None],
+                        ) -> list[tuple[CaseJudgement | None, str, CachedReply | None]]:
+        """For every item, in order: its result when the cache settles it (made at once, so a
+        nightly run never holds an item's pending state and its result together), else None
+        with the cache key and the entry found, if any. In this process: the cyclic collector is
+        paused meanwhile (``collector.collector_paused``): no network, no cycles, and hundreds of
+        thousands of verdicts made that live to the end of the run.
 
         Not split over a forked worker, as the metrics are: by this point the process holds
         the run's inputs, rows and most verdicts, and a worker per round copied 0.1 to 0.2 GB
         of them to save about a second at 100,000 x 2, which took the run past 2 GiB."""
-        return [_without_valid_reply(self._from_cache(item)) for item in items]
+        out: list[tuple[CaseJudgement | None, str, CachedReply | None]] = []
+        for item, because in zip(items, why, strict=True):
+            pending, key, cached = self._from_cache(item)
+            out.append((pending.result(because), key, None) if pending is not None else (None, key, cached))
+        return out
 
     async def _run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str],
                         looked_up: tuple[str, CachedReply | None] | None = None) -> _Pending:
@@ -487,31 +487,26 @@ class JudgeEngine:
         """Judge ``items`` (already in priority order); results come back in the same order."""
         sem = asyncio.Semaphore(max(1, self.concurrency))
         stop: dict[str, str] = {}
+        why = list(selected_because) if selected_because is not None else [None] * len(items)
         try:
             # Cache hits first, in a plain loop: a nightly run of 200,000 cached items then
             # costs no coroutine per item (claim_check: the cases with a case memo). The rest
             # (calls, repairs; claim_check: its questions) run concurrently.
-            looked = self._all_from_cache(items)
+            looked = self._all_from_cache(items, why)
             misses = [i for i, (p, _, _) in enumerate(looked) if p is None]
             if self.rubric.protocol == "claim_questions":
                 called = await self._run_claim_items([items[i] for i in misses], sem, stop)
                 self._store_memos()
             else:
                 called = await asyncio.gather(*(self._run_item(items[i], sem, stop, looked[i][1:]) for i in misses))
-            found = [p for p, _, _ in looked]
+            results: list[Any] = [r for r, _, _ in looked]  # the cache's results; None where called
             del looked
-            for i, p in zip(misses, called):
-                found[i] = p
-            pending = found  # type: ignore[assignment]
+            with collector_paused():  # a result per item, no cycles (see _all_from_cache)
+                for i, p in zip(misses, called):
+                    results[i] = p.result(why[i])
         finally:
             if self.client is not None:
                 await self.client.close()
         if stop:
             self.totals.stopped = stop["reason"]
-        why = list(selected_because) if selected_because is not None else [None] * len(pending)
-        results: list[CaseJudgement] = []
-        with collector_paused():  # a result per item, no cycles (see _all_from_cache)
-            for i, w in enumerate(why):  # each item let go once its result is made
-                results.append(pending[i].result(w))
-                pending[i] = None  # type: ignore[call-overload]
         return results
