@@ -62,9 +62,9 @@ def split_map(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *,
               work: int | None = None) -> list[R]:
     """``fn(items)``, with half of each round's items computed in a forked worker when that pays.
 
-    The items are cut into rounds of about ``ROUND_WORK`` units of work; a round's worker
-    exits before the next one is forked, so the pages it made the two processes copy are
-    freed again. Within a round both sides work through their half ``CHUNK`` items at a time;
+    The items are cut into rounds of about ``ROUND_WORK`` units of work; a round's worker has
+    sent its last result and is on its way out before the next one is forked, and the pages
+    it made the two processes copy are freed as it exits (workers are reaped at the end). Within a round both sides work through their half ``CHUNK`` items at a time;
     the worker sends each chunk's results as soon as it has them, and the parent reads what
     has arrived between its own chunks.
 
