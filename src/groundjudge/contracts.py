@@ -30,7 +30,9 @@ M = TypeVar("M", bound=BaseModel)
 
 _FIELDS_SETS: dict[type, set[str]] = {}
 _CONTAINERS: dict[type, tuple[str, ...]] = {}  # model class -> its fields that hold a list or a dict
-_SHARED: dict[tuple[type, str], Any] = {}  # (class, field) -> the shared empty value, or the last dict seen
+# (class, field) -> the field's shared empty list, or the last dict seen; (class, "{}") -> the
+# class's one empty dict, for every empty dict field and the empty extras ("{}" names no field)
+_SHARED: dict[tuple[type, str], Any] = {}
 
 
 def with_shared_parts(model: M) -> M:
@@ -74,7 +76,7 @@ def with_shared_parts(model: M) -> M:
                     _SHARED[key] = value
     extra = model.__pydantic_extra__
     if extra is not None and not extra:
-        object.__setattr__(model, "__pydantic_extra__", _SHARED.setdefault((cls, "extra"), extra))
+        object.__setattr__(model, "__pydantic_extra__", _SHARED.setdefault((cls, "{}"), extra))
     return model
 
 
