@@ -22,7 +22,7 @@ from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.engine import JudgeEngine, Pricing
 from groundjudge.judge.rubric import load_rubric
-from tests.support.judge_replies import question_in_request, verdict_for_request
+from tests.support.judge_replies import claim_answer, question_in_request, verdict_for_request
 from tests.support.openai_server import BatchBackend, HTTPError, Reply, ScriptedOpenAIServer
 from tests.test_run_cli import (
     BAD_QUESTION,
@@ -320,26 +320,13 @@ def test_cancelled_batch_lines_go_live(tmp_path: Path) -> None:
     assert check_report(report) == {"judged": 82, "skipped": 20}
 
 
-def _token_script(body: dict, index: int) -> Reply:
-    """claim_check answers: P(yes) from a hash of the question's last statement, so some
-    claims have low support (and get a contradiction question); the same live or in a batch."""
-    import hashlib
-    import math
-    import re
-
-    statement = re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.S)[-1]
-    p = (0.9, 0.8, 0.3, 0.1)[hashlib.sha256(statement.encode()).digest()[0] % 4]
-    return Reply("Yes" if p >= 0.5 else "No",
-                 top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))
-
-
 def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Path) -> None:
     config = _one_attempt_config(tmp_path)
     # v2: grounded claims and a contradiction question for low ones (a follow-up batch); v3 asks none
     config.write_text(config.read_text().replace('rubric = "claim_check"',
                                                  'rubric = "claim_check"\nrubric_version = 2'))
     backend = BatchBackend()
-    with ScriptedOpenAIServer(_token_script, batches=backend) as srv:
+    with ScriptedOpenAIServer(claim_answer, batches=backend) as srv:
         common = ["--config", str(config), "--rubric", "claim_check", "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
         submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
                              "--batch"])
@@ -366,6 +353,53 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
             assert (other["status"], other["criteria"], other["claims"]) == (
                 case["status"], case["criteria"], case["claims"]), (cfg, cid)
     assert sum(c["status"] == "judged" for c in batched["per_config"]["candidate"]["cases"].values()) > 30
+
+
+def test_claim_check_answers_cut_short_in_a_batch_are_repaired_in_the_next_batch(tmp_path: Path) -> None:
+    """A batch answers a third of the questions with a reply cut to one token ("N", its
+    alternatives pointing at "Yes"): none of them is read as an answer; the following batch asks
+    them again, and the verdicts are those of a clean live run, with no live call."""
+    import math
+
+    config = _one_attempt_config(tmp_path)
+    seen: Counter = Counter()
+
+    def cut_once(body: dict, index: int) -> Reply:
+        text = json.dumps(body["messages"])
+        seen[text] += 1
+        if seen[text] == 1 and hash_of(text) % 3 == 0:
+            return Reply("N", top_logprobs=((("Yes", math.log(0.99)), ("N", math.log(0.01))),))
+        return claim_answer(body, index)
+
+    backend = BatchBackend(script=cut_once)
+    with ScriptedOpenAIServer(claim_answer, batches=backend) as srv:
+        common = ["--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
+        submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                             "--batch"])
+        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
+        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet", "--wait", "10"])
+        batch_live_calls = srv.call_count
+        live = _invoke(["run", *common, "--cache-dir", str(tmp_path / "live-cache"), "--out", str(tmp_path / "live")])
+    assert done.exit_code in (0, 1) and live.exit_code in (0, 1), done.output + live.output
+    assert batch_live_calls == 0
+    state = load_state(tmp_path / "out")
+    assert state is not None and len(state.batches) == 2
+    repairs = state.batches[1].lines.values()
+    cut = sum(1 for n in seen.values() if n == 2)
+    assert cut > 10 and len(repairs) == cut and all(info.repair and len(info.history) == 1 for info in repairs)
+    batched = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
+    direct = json.loads((tmp_path / "live" / "report.json").read_text())["judge"]
+    for cfg in ("baseline", "candidate"):
+        for cid, case in direct["per_config"][cfg]["cases"].items():
+            other = batched["per_config"][cfg]["cases"][cid]
+            assert (other["status"], other["criteria"], other["claims"]) == (
+                case["status"], case["criteria"], case["claims"]), (cfg, cid)
+
+
+def hash_of(text: str) -> int:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).digest()[0]
 
 
 def test_batch_needs_a_judge_base_url(tmp_path: Path) -> None:

@@ -88,6 +88,72 @@ def test_an_answer_that_is_neither_yes_nor_no_is_an_error_not_a_score() -> None:
         read_answer(raw("Perhaps", ("Perhaps", -0.1), ("Maybe", -2.0)), SPEC)
 
 
+@pytest.mark.parametrize("text", ["N", "Y", "I", "The", "", "  ", "**Yes**", "Yes/No"])
+def test_a_sampled_answer_that_is_not_a_rubric_word_is_invalid_whatever_the_alternatives_say(text: str) -> None:
+    # a reply cut to one token ("N") used to read as P(yes) = 1.0 from a "Yes" among its alternatives
+    with pytest.raises(VerdictError, match="neither yes nor no"):
+        read_answer(raw(text, ("Yes", math.log(0.9)), ("No", math.log(0.05)), (text or "x", math.log(0.05))), SPEC)
+
+
+@pytest.mark.parametrize("stored", ['{"text": ["Yes"], "tokens": []}', '{"text": "Yes", "tokens": {"a": 1}}',
+                                    '{"text": "Yes", "tokens": [[["Yes", "high"]]]}', "[" * 100_000, "{}"])
+def test_an_unreadable_stored_answer_is_invalid_not_a_crash(stored: str) -> None:
+    with pytest.raises(VerdictError, match="not readable"):
+        read_answer(stored, SPEC)
+
+
+def test_an_invalid_answer_is_repaired_once_and_an_errored_claim_is_asked_again_by_the_next_run(
+        tmp_path: Path) -> None:
+    """Prose, then a word cut short: judge_error after one repair, both replies kept; the next
+    run asks that question again (and nothing else) and the case is judged."""
+    broken = "Requests go to the line manager."
+    prose = Reply("I", top_logprobs=((("I", -0.2), ("Yes", -1.0), ("No", -3.0)),))
+    cut = Reply("N", top_logprobs=((("Yes", -0.01), ("N", -5.0)),))
+    faults = iter([prose, cut])
+
+    def faulty(body: dict, index: int) -> Reply:
+        return next(faults) if statement(body) == broken else judge_script({})(body, index)
+
+    case = item("Full-time staff get 18 days. Requests go to the line manager.", expected=None)
+    with ScriptedOpenAIServer(faulty) as srv:
+        [first], _ = run(srv, [case], tmp_path / "cache")
+        asked_first = [statement(r.body) for r in srv.requests]
+    assert first.status == "judge_error" and "neither yes nor no" in (first.reason or "")
+    assert asked_first.count(broken) == 2  # the question and its one repair
+    kept, _ = run_keep_errors(tmp_path / "cache", case)
+    assert kept.status == "judge_error" and "--keep-errors" in (kept.reason or "")
+    with ScriptedOpenAIServer(judge_script({})) as srv:
+        [second], _ = run(srv, [case], tmp_path / "cache")
+        assert [statement(r.body) for r in srv.requests] == [broken]
+    assert second.status == "judged" and [c.verdict for c in second.claims] == ["supported", "supported"]
+    cache = JudgeCache(tmp_path / "cache")
+    try:
+        from groundjudge.judge.claim_check import claim_questions, plan_case, question_key
+
+        question = next(q for q in claim_questions(RUBRIC, plan_case(RUBRIC, case)) if statement(
+            {"messages": q.messages}) == broken)
+        entry = cache.get(question_key("judge-test-1", second_decoding(), question))
+    finally:
+        cache.close()
+    assert entry is not None and [json.loads(h)["text"] for h in entry.history] == ["I", "N"]
+
+
+def second_decoding() -> dict:
+    return ClientSettings(base_url="http://127.0.0.1:1/v1", model="judge-test-1").decoding(SPEC.top_logprobs)
+
+
+def run_keep_errors(cache_dir: Path, case: JudgeItem):
+    """The item read from the cache only, with errors kept (no server: any call would fail)."""
+    client = JudgeClient(ClientSettings(base_url="http://127.0.0.1:9/v1", model="judge-test-1", max_attempts=1))
+    cache = JudgeCache(cache_dir)
+    engine = JudgeEngine(rubric=RUBRIC, client=client, cache=cache, retry_errors=False)
+    try:
+        [result] = asyncio.run(engine.run([case]))
+    finally:
+        cache.close()
+    return result, engine
+
+
 # --- one case, end to end against the scripted server -------------------------------------------
 
 ANSWER = ("Full-time staff get 18 days of leave [leave#1]. Part-time staff get 30 days [leave#2]. "

@@ -66,3 +66,26 @@ class RecordedSleep:
 
     async def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
+
+
+def claim_statement(body: dict[str, Any]) -> str:
+    """The statement a claim_check question asks about (the last data block of its prompt)."""
+    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.S)[-1]
+
+
+def claim_answer_p(body: dict[str, Any]) -> float:
+    """A well-behaved claim_check judge's P(yes): fixed by a hash of the statement asked about,
+    so some claims have low support; the same live, in a batch, in any order."""
+    import hashlib
+
+    return (0.9, 0.8, 0.3, 0.1)[hashlib.sha256(claim_statement(body).encode()).digest()[0] % 4]
+
+
+def claim_answer(body: dict[str, Any], index: int = 0) -> Any:
+    """A ScriptedOpenAIServer script: one-token claim_check answers with token probabilities."""
+    import math
+
+    from tests.support.openai_server import Reply
+
+    p = claim_answer_p(body)
+    return Reply("Yes" if p >= 0.5 else "No", top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))

@@ -142,7 +142,7 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
     ``asked``: keys this run already sent in a batch; a key whose repair is also invalid is
     then final (judge_error), not asked a third time."""
     if rubric.protocol == "claim_questions":
-        return plan_questions(rubric, settings, decoding, cache, items)
+        return plan_questions(rubric, settings, decoding, cache, items, retry_errors=retry_errors, asked=asked)
     assert rubric.output_schema is not None
     out: dict[str, Planned] = {}
     rubric_hash = rubric.content_hash
@@ -172,10 +172,15 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
 
 
 def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str, Any], cache: JudgeCache,
-                   items: Iterable[JudgeItem]) -> list[Planned]:
-    """claim_check: every question of a case the cache cannot answer. Support, cited-support
-    and nugget questions depend on nothing; the contradiction questions depend on the support
-    answers, so they are planned once those are all in the cache (a following batch)."""
+                   items: Iterable[JudgeItem], *, retry_errors: bool = True,
+                   asked: set[str] = frozenset()) -> list[Planned]:  # type: ignore[assignment]
+    """claim_check: every question of a case the cache cannot answer, by the engine's rules
+    (``JudgeEngine._ask``): no answer yet, or an invalid one (prose, a word cut short) that
+    gets its repair (the same question again), or whose repair was invalid too and is asked
+    again from the start (``retry_errors``, unless this run already sent it: ``asked``).
+    Support, cited-support and nugget questions depend on nothing; the contradiction questions
+    depend on the support answers, so they are planned once those are all readable in the
+    cache (a following batch)."""
     spec = rubric.claim_questions
     assert spec is not None
     out: dict[str, Planned] = {}
@@ -183,31 +188,39 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
     def key_of(question: claim_check.Question) -> str:
         return claim_check.question_key(settings.model, decoding, question)
 
-    def add(item: JudgeItem, question: claim_check.Question) -> bool:
-        """Plan ``question`` if it is not cached; True when it is (answered)."""
+    def add(item: JudgeItem, question: claim_check.Question) -> claim_check.Answer | None:
+        """Plan ``question`` unless the cache holds a valid answer (returned) or a final invalid one."""
         key = key_of(question)
-        if key in out or cache.get(key) is not None:
-            return key not in out
+        if key in out:
+            return None
+        cached = cache.get(key)
+        info = LineInfo(key=key, case_id=item.case_id, config_id=item.config_id, kind="question")
+        if cached is not None:
+            try:
+                return claim_check.read_answer(cached.raw, spec)
+            except VerdictError:
+                history = [*cached.history, cached.raw]
+                if not cached.repaired:
+                    info = info.model_copy(update={"repair": True, "history": history})
+                elif retry_errors and key not in asked:
+                    info = info.model_copy(update={"history": history})
+                else:
+                    return None  # final: the finishing run reports it as judge_error
         body = token_request(settings, question.messages, max_tokens=1, top_logprobs=spec.top_logprobs)
-        out[key] = Planned(custom_id=key, body=body, info=LineInfo(key=key, case_id=item.case_id,
-                                                                   config_id=item.config_id, kind="question"))
-        return False
+        out[key] = Planned(custom_id=f"{key}{'-repair' if info.repair else ''}", body=body, info=info)
+        return None
 
     for item in items:
         plan = claim_check.plan_case(rubric, item)
-        asked = claim_check.claim_questions(rubric, plan)
-        answered = [add(item, q) for q in asked]
+        asked_now = claim_check.claim_questions(rubric, plan)
+        answers = [add(item, q) for q in asked_now]
         cited = claim_check.cited_questions(rubric, item, plan, claim_check.cited_unfound(rubric, item, plan))[0]
         for q in [*cited, *claim_check.nugget_questions(rubric, plan)]:
             add(item, q)
-        if not all(answered):
+        if any(a is None for a in answers):
             continue
-        try:
-            answers = [claim_check.read_answer(cache.get(key_of(q)).raw, spec)  # type: ignore[union-attr]
-                       for q in asked]
-        except VerdictError:
-            continue  # the finishing run reports the unreadable answer
-        for q in claim_check.contradiction_questions(rubric, plan, claim_check.supports(rubric, plan, asked, answers)[0]):
+        support = claim_check.supports(rubric, plan, asked_now, answers)[0]  # type: ignore[arg-type]
+        for q in claim_check.contradiction_questions(rubric, plan, support):
             add(item, q)
     return list(out.values())
 

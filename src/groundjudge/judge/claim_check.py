@@ -84,28 +84,37 @@ def _norm(token: str) -> str:
 def read_answer(raw: str, spec: ClaimQuestions) -> Answer:
     """Parse a stored reply (``{"text": ..., "tokens": [[[token, logprob], ...], ...]}``).
 
-    The first answer token decides; tokens that mean neither yes nor no are ignored in the
-    probability. A reply whose answer is neither yes nor no is a :class:`VerdictError`.
+    The sampled answer must be one of the rubric's yes or no words; anything else (prose, a
+    word cut short such as ``"N"``, nothing at all) is a :class:`VerdictError`, whatever the
+    alternatives say: a reply that did not answer is asked again, never read as a probability.
+    The probability is then P(yes) / (P(yes) + P(no)) over the first position's alternatives
+    (tokens that mean neither are ignored); None when the reply carries none of them.
     """
     try:
         data = json.loads(raw)
-        text, tokens = str(data["text"]), data["tokens"]
-    except (ValueError, KeyError, TypeError):
+        text, tokens = data["text"], data["tokens"]
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise VerdictError("the stored answer is not readable") from None
+    if not isinstance(text, str) or not isinstance(tokens, list):
+        raise VerdictError("the stored answer is not readable")
     yes, no = {_norm(t) for t in spec.yes_tokens}, {_norm(t) for t in spec.no_tokens}
     first = _norm(text.split()[0]) if text.split() else ""
-    p_yes = p_no = 0.0
-    for token, logprob in tokens[0] if tokens else []:
-        word = _norm(token)
-        if word in yes:
-            p_yes += math.exp(logprob)
-        elif word in no:
-            p_no += math.exp(logprob)
-    said_yes = first in yes if first in yes | no else p_yes > p_no
-    if first not in yes | no and p_yes + p_no == 0:
+    if first not in yes and first not in no:
         raise VerdictError(f"the answer {text[:40]!r} is neither yes nor no")
+    p_yes = p_no = 0.0
+    try:
+        for token, logprob in tokens[0] if tokens else []:
+            word = _norm(str(token))
+            if word in yes:
+                p_yes += math.exp(float(logprob))
+            elif word in no:
+                p_no += math.exp(float(logprob))
+    except (TypeError, ValueError, OverflowError):
+        raise VerdictError("the stored answer's token probabilities are not readable") from None
+    if not (math.isfinite(p_yes) and math.isfinite(p_no)):
+        raise VerdictError("the stored answer's token probabilities are not finite")
     probability = p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None
-    return Answer(probability=probability, said_yes=said_yes)
+    return Answer(probability=probability, said_yes=first in yes)
 
 
 def _messages(rubric: Rubric, prefix: str, tail: str) -> list[dict[str, str]]:

@@ -395,34 +395,71 @@ class JudgeEngine:
 
     async def _ask(self, out: _Pending, question: claim_check.Question, sem: asyncio.Semaphore,
                    stop: dict[str, str], fresh: list[int]) -> claim_check.Answer:
+        """One question's answer: from the cache when a valid answer is stored, else asked.
+
+        The rule is the verdict protocol's (``_run_item``): every reply is stored as it
+        arrives, valid or not, and read after the cache. An invalid reply (prose, a word cut
+        short) is asked once more at once (the repair); one whose repair was invalid too is
+        asked again from the start by a later run (``retry_errors``), its invalid replies kept
+        in the entry's history, or with ``retry_errors`` off it stays a ``judge_error``."""
         spec = self.rubric.claim_questions
         assert spec is not None
         key = claim_check.question_key(self.model, self.decoding, question)
         cached = self.cache.get(key)
-        if cached is None:
-            async with sem:
-                if stop:
-                    raise _NotSent("judge_error", stop["reason"])
-                if (over := self._budget_left()) is not None:
-                    raise _NotSent("skipped", over)
-                client = await self._get_client()
-                try:
-                    answer = await client.ask_token(question.messages, top_logprobs=spec.top_logprobs)
-                except CallFailed as exc:
-                    self._account_answer(out, None, exc.requests)
-                    raise
-                self._account_answer(out, answer, answer.requests)
-                raw = json.dumps({"text": answer.text, "tokens": answer.tokens}, ensure_ascii=False)
-                self.cache.put(key, CachedReply(raw=raw, model=answer.model, prompt_tokens=answer.prompt_tokens,
-                                                completion_tokens=answer.completion_tokens, created=time.time()))
-                fresh[0] += 1
-        else:
-            raw = cached.raw
+        history: list[str] = []  # the invalid replies before the next one stored
+        repairs_only = False
+        problem: VerdictError | None = None
+        if cached is not None:
+            try:
+                parsed = claim_check.read_answer(cached.raw, spec)
+            except VerdictError as exc:
+                if cached.repaired and not self.retry_errors:
+                    raise VerdictError(f"{exc} (cached reply; --keep-errors)") from None
+                history = [*cached.history, cached.raw]
+                # a run stopped between a reply and its repair: pay for the repair only
+                repairs_only = not cached.repaired
+            else:
+                return self._counted(parsed)
+        for attempt in range(1 if repairs_only else 2):
+            repair = repairs_only or attempt == 1
+            raw = await self._ask_once(out, question, key, sem, stop, history, repaired=repair)
+            fresh[0] += 1
+            try:
+                return self._counted(claim_check.read_answer(raw, spec))
+            except VerdictError as exc:
+                problem = exc
+                history = [*history, raw]
+        raise VerdictError(f"{problem} (and again on its repair)")
+
+    def _counted(self, parsed: claim_check.Answer) -> claim_check.Answer:
         self.totals.questions += 1
-        parsed = claim_check.read_answer(raw, spec)
         if parsed.probability is None:
             self.totals.without_logprobs += 1
         return parsed
+
+    async def _ask_once(self, out: _Pending, question: claim_check.Question, key: str, sem: asyncio.Semaphore,
+                        stop: dict[str, str], history: list[str], *, repaired: bool) -> str:
+        """Send one question and store its reply, whatever it says (``history``: the invalid
+        replies stored for this key before it)."""
+        spec = self.rubric.claim_questions
+        assert spec is not None
+        async with sem:
+            if stop:
+                raise _NotSent("judge_error", stop["reason"])
+            if (over := self._budget_left()) is not None:
+                raise _NotSent("skipped", over)
+            client = await self._get_client()
+            try:
+                answer = await client.ask_token(question.messages, top_logprobs=spec.top_logprobs)
+            except CallFailed as exc:
+                self._account_answer(out, None, exc.requests)
+                raise
+            self._account_answer(out, answer, answer.requests)
+            raw = json.dumps({"text": answer.text, "tokens": answer.tokens}, ensure_ascii=False)
+            self.cache.put(key, CachedReply(raw=raw, model=answer.model, prompt_tokens=answer.prompt_tokens,
+                                            completion_tokens=answer.completion_tokens, created=time.time(),
+                                            repaired=repaired, history=list(history)))
+            return raw
 
     async def _ask_all(self, out: _Pending, questions: Sequence[claim_check.Question], sem: asyncio.Semaphore,
                        stop: dict[str, str], fresh: list[int]) -> list[claim_check.Answer]:
