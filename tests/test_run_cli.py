@@ -240,5 +240,5 @@ def test_the_program_leaves_at_once_with_everything_written(tmp_path: Path) -> N
     again = CliRunner().invoke(main, [
         "run", "--config", str(EXAMPLE), "--rubric", "grounded_answer", "--judge-base-url", "http://127.0.0.1:9/v1",
         "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "again"),
-        "--no-history", "--quiet"], env={"GROUNDJUDGE_BASE_URL": None, "GROUNDJUDGE_MODEL": None})
+        "--no-history", "--quiet", "--keep-errors"], env={"GROUNDJUDGE_BASE_URL": None, "GROUNDJUDGE_MODEL": None})
     assert again.exit_code == proc.returncode and (tmp_path / "again" / "report.json").exists(), again.output

@@ -25,7 +25,9 @@ _EXPORTS = {
     "open_escalation": "groundjudge.api",
     "batch_step": "groundjudge.api",
     "history_path": "groundjudge.api",
-    "record_history": "groundjudge.api",
+    "history_record": "groundjudge.api",
+    "append_history": "groundjudge.api",
+    "PendingHistory": "groundjudge.api",
     "run_eval": "groundjudge.api",
     "RunResult": "groundjudge.api",
     "report_document": "groundjudge.api",
@@ -46,6 +48,7 @@ _EXPORTS = {
     "GroundjudgeError": "groundjudge.errors",
     "InputError": "groundjudge.errors",
     "JudgeUnavailable": "groundjudge.errors",
+    "StorageError": "groundjudge.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from groundjudge.collector import collector_paused, release_free_pages
 from groundjudge.config import Config, apply_environment, load_config
-from groundjudge.errors import InputError
+from groundjudge.errors import InputError, StorageError
 
 # Stages are imported where they are used: `groundjudge metrics` never loads the judge client
 # or scikit-learn, so it starts as fast as a plain script.
@@ -178,8 +179,9 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     records = find_records(config.trust.records_dir)
     selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress)
     gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records, selective)
-    judged_any = any(c.status == "judged" for s in judged.per_config.values() for c in s.cases.values())
-    exit_code = 3 if judged.totals.stopped and not judged_any else (0 if gates.passed else 1)
+    # a judge that could not be reached, or stopped answering, leaves the verdict unknown: exit
+    # 3 whatever was judged before it stopped (and the run is no comparable point of the history)
+    exit_code = 3 if judged.totals.stopped else (0 if gates.passed else 1)
     return RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
                      selections=tuple(selections), judge=judged, gates=gates,
                      calibration=calibration_summary(gates, records),
@@ -294,30 +296,73 @@ def history_path(config: Config, out_dir: str | Path) -> Path | None:
     return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
 
 
-def record_history(result: RunResult, document: Any, out_dir: str | Path, path: str | Path,
-                   ) -> dict[str, Any] | None:
-    """Append the run to the history at ``path``; returns the trend chart's data for the gated
-    config over the last ``[output] trend_runs`` runs."""
+@dataclass
+class PendingHistory:
+    """A run's history record, built before the reports are written and appended after they
+    all landed (``append_history``): a run whose reports failed leaves no row."""
+
+    path: Path
+    summary: Any  # history.RunSummary
+    packed: Any  # history.summary.Packed
+    trend: dict[str, Any] | None  # the HTML report's trend chart, this run included
+    problem: str | None = None  # the history could not be read: nothing is appended
+
+
+def history_record(result: RunResult, document: Any, out_dir: str | Path, path: str | Path) -> PendingHistory:
+    """The run's history record and the trend chart's data for the gated config over the last
+    ``[output] trend_runs`` runs, this run included; nothing is written. A run whose judge could
+    not be reached or stopped mid-run is recorded as not comparable: kept, but never a point of
+    a trend nor the run another is compared with. A history database that cannot be read gives
+    a record with ``problem`` set (the run goes on; ``append_history`` then adds nothing)."""
     from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
+    from groundjudge.history.store import StoredRun
     from groundjudge.history.summary import pack_report
 
     inputs = result.config.inputs
-    store = HistoryStore(path)
-    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir)
-    run_id = store.append(summary, pack_report(document))
+    stopped = result.judge.totals.stopped
+    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir,
+                            not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None)
+    packed = pack_report(document)
     config = (result.gates.gated_configs or list(summary.configs))[-1]
-    last = result.config.output.trend_runs
-    metrics = (default_metrics(store.get(run_id), config, prefer=list(result.config.gates.metrics))
+    metrics = (default_metrics(StoredRun(id=0, summary=summary), config, prefer=list(result.config.gates.metrics))
                if config in summary.configs else [])
-    points = trend(store, metrics, config=config, last=last)
-    return trend_view(points, config, str(path)) if points else None
+    try:
+        points = trend(HistoryStore(path), metrics, config=config, last=result.config.output.trend_runs,
+                       pending=(summary, packed))
+    except (sqlite3.DatabaseError, OSError, ValueError) as exc:
+        return PendingHistory(Path(path), summary, packed, None, _history_problem(Path(path), exc))
+    return PendingHistory(Path(path), summary, packed, trend_view(points, config, str(path)) if points else None)
+
+
+def _history_problem(path: Path, exc: BaseException) -> str:
+    """The one line that says the run history cannot be used, and how to recover."""
+    return (f"{path}: the run history cannot be read or written ({exc}); this run was not added to it. Move it aside "
+            f"(mv {path} {path}.broken) to start a new history, or run with --no-history")
+
+
+def append_history(pending: PendingHistory) -> int | None:
+    """Append the record; its run id, or None when the history could not take it (``problem``
+    names why: the reports are already written, so the run itself is not lost)."""
+    from groundjudge.history import HistoryStore
+
+    if pending.problem is not None:
+        return None
+    try:
+        return HistoryStore(pending.path).append(pending.summary, pending.packed)
+    except (sqlite3.DatabaseError, OSError) as exc:
+        pending.problem = _history_problem(pending.path, exc)
+        return None
 
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
-                      profile: Any = None, history: str | Path | None = None) -> dict[str, Any]:
+                      profile: Any = None, history: str | Path | None = None,
+                      log: IO[str] | None = None) -> dict[str, Any]:
     """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
-    with ``profile``, the replaced system's own report beside them). With ``history``, the run is
-    appended to that history first and the HTML shows its trend. Returns report.json's content:
+    with ``profile``, the replaced system's own report beside them), all or none of them: a
+    full disk half-way leaves the old files and raises ``StorageError``. With ``history``, the
+    run is appended to that history once every report is written, and the HTML shows the trend
+    with this run; a history that cannot be read or written is said in one line on ``log``
+    (default stderr) and costs the run nothing else. Returns report.json's content:
     dicts and lists, except that each case's metric values and each verdict are read-only
     mappings over the run's own records (``metrics.row.MetricRow``, ``report.views.ModelView``),
     not copies (a nightly run would hold every one twice). They read as the JSON does;
@@ -327,12 +372,13 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     objects hold no cycles and live until the files are written; on a nightly run its walks
     over them took about a tenth of the stage."""
     with collector_paused():
-        return _write_run_reports(result, Path(out_dir), junit=junit, profile=profile, history=history)
+        return _write_run_reports(result, Path(out_dir), junit=junit, profile=profile, history=history,
+                                  log=log if log is not None else sys.stderr)
 
 
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
-                       history: str | Path | None) -> dict[str, Any]:
-    from groundjudge.files import write_json_atomic, write_text_atomic
+                       history: str | Path | None, log: IO[str]) -> dict[str, Any]:
+    from groundjudge.files import together, write_json_atomic, write_text_atomic
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -343,23 +389,37 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.report.triage import write_triage_files
 
     typed = report_document(result)
-    trend = record_history(result, typed, out_dir, history) if history is not None else None
+    pending = history_record(result, typed, out_dir, history) if history is not None else None
     release_free_pages()  # what the history's columns took, before the documents are built
     doc = as_json_dict(typed)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
     if profile is not None:
-        write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
-        write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
-    write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
-    write_text_atomic(out_dir / "report.md", text)
-    release_free_pages()
-    write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
-    write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset, trend))
-    if junit is not None:
-        write_text_atomic(Path(junit), junit_xml(doc))
+    try:
+        with together():
+            if profile is not None:
+                write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
+                write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
+            write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+            write_text_atomic(out_dir / "report.md", text)
+            release_free_pages()
+            write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
+            write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset,
+                                                                   pending.trend if pending else None))
+            if junit is not None:
+                write_text_atomic(Path(junit), junit_xml(doc))
+    except OSError as exc:
+        where = exc.filename or out_dir
+        raise StorageError(f"{where}: could not write the run's reports ({exc.strerror or exc}); none was replaced"
+                           + (" and the run was not added to the history" if pending else "")
+                           + ". Free space or fix the folder's permissions and run again: every judgment made is "
+                             "in the judge cache, so the run costs no call again") from None
+    if pending is not None:
+        append_history(pending)
+        if pending.problem:
+            log.write(f"warning: {pending.problem}\n")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:

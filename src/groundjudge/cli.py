@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from groundjudge.errors import InputError, JudgeUnavailable
+from groundjudge.errors import InputError, JudgeUnavailable, StorageError
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -39,6 +40,9 @@ class GroundjudgeGroup(click.Group):
         except JudgeUnavailable as exc:
             click.echo(f"error: judge unavailable: {exc}", err=True)
             ctx.exit(EXIT_JUDGE_UNREACHABLE)
+        except StorageError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
         except InputError as exc:
             # Plain echo, not rich: a message must never be wrapped mid-path.
             click.echo("error: bad input", err=True)
@@ -260,7 +264,14 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         if own is not None:
             click.echo(f"profile {own.name}: " + {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed])
     if result.judge.totals.stopped:
-        click.echo(f"judge stopped: {result.judge.totals.stopped}", err=True)
+        click.echo(f"judge stopped: {result.judge.totals.stopped} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
+                   "is unknown; the run is kept in the history but compared with nothing)", err=True)
+    cache_state = result.judge.cache
+    if cache_state.get("problem"):
+        click.echo(f"warning: {cache_state['problem']}", err=True)
+    if cache_state.get("legacy_entries_skipped"):
+        click.echo(f"note: {cache_state['legacy_entries_skipped']} judge cache entries in the format of groundjudge "
+                   "before 0.3 (pickles) were not read; `groundjudge cache migrate` converts them", err=True)
     code = 1 if result.exit_code == 0 and own is not None and own.passed is False else result.exit_code
     if GroundjudgeGroup.owns_process:
         # Everything is written: the reports were replaced atomically and closed, the history's
@@ -348,7 +359,11 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
     config = api.resolve_config(config_path, {"output.history": history_file})
     path = config.output.history or Path("runs") / "history.sqlite"
     store = HistoryStore(path)
-    runs = store.runs(last)
+    try:
+        runs = store.runs(last)
+    except (sqlite3.DatabaseError, OSError, ValueError) as exc:
+        raise StorageError(f"{path}: the run history cannot be read ({exc}); move it aside (mv {path} "
+                           f"{path}.broken) to start a new one") from None
     if not path.exists() or not runs:
         raise InputError.one(path, None, "history", "no runs recorded here yet")
     newest = runs[-1]
@@ -378,6 +393,10 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
                     click.echo(f"{p.run_id:>5}  {s.started_at:20}  {(s.golden_hash or '–')[:8]:8}  "
                                f"{(s.rubric_hash or '–')[:8]:8}  {number(p.value, 4):>8}  {p.n:>6}  {delta:>8}  "
                                f"{number(p.p_value, 4):>7}  {mark}")
+    for run_ in runs:
+        if not run_.summary.comparable:
+            click.echo(f"run {run_.id} ({run_.summary.started_at}) is not comparable: {run_.summary.not_comparable}",
+                       err=True)
     drops = [p for p in points if p.drop and p.run_id == newest.id]
     if drops:
         click.echo("real drops in the newest run: " + ", ".join(f"{p.config}:{p.metric}" for p in drops), err=True)
@@ -547,6 +566,8 @@ def cache_stats(config_path: Path | None, cache_dir: Path | None) -> None:
     stats = c.stats()
     c.close()
     click.echo(f"{stats['directory']}: {stats['entries']} entries, {stats['size_bytes']} bytes")
+    if stats.get("problem"):
+        click.echo(f"warning: {stats['problem']}", err=True)
 
 
 @cache.command("prune")
@@ -558,6 +579,19 @@ def cache_prune(config_path: Path | None, cache_dir: Path | None, older_than_day
     removed = c.prune(older_than_days)
     c.close()
     click.echo(f"removed {removed} entries")
+
+
+@cache.command("migrate")
+@_with_cache_options
+def cache_migrate(config_path: Path | None, cache_dir: Path | None) -> None:
+    """Convert replies cached by groundjudge before 0.3 (pickles) to JSON, reading them as plain
+    data only (nothing in them can run); entries that are not plain cached replies are dropped."""
+    from groundjudge import api
+    from groundjudge.judge.cache_disk import migrate
+
+    config = api.resolve_config(config_path, {"cache.dir": cache_dir})
+    converted, dropped = migrate(config.cache.dir)
+    click.echo(f"{config.cache.dir}: {converted} entries converted to JSON, {dropped} dropped unread")
 
 
 @cache.command("clear")

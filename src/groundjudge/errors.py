@@ -3,6 +3,8 @@
 - :class:`InputError`: bad input or configuration, one line per problem naming file, line and
   field (exit code 2).
 - :class:`JudgeUnavailable`: no judge can be used for this run (exit code 3).
+- :class:`StorageError`: a file groundjudge keeps (the judge cache, the run history, the run's
+  reports) cannot be read or written; one line naming it and how to recover (exit code 2).
 - Judge call failures (``groundjudge.judge.client.CallFailed`` and its kinds) and invalid
   verdicts (``groundjudge.judge.verdict.VerdictError``) derive from :class:`GroundjudgeError`
   too; the engine turns them into ``judge_error`` outcomes, never into scores.
@@ -48,3 +50,7 @@ class InputError(GroundjudgeError):
 
 class JudgeUnavailable(GroundjudgeError):
     """No judge can be used for this run (exit code 3)."""
+
+
+class StorageError(GroundjudgeError):
+    """A file groundjudge keeps cannot be read or written; the message names it and the way out."""

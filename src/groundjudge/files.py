@@ -13,6 +13,7 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,19 +47,46 @@ def write_chunks_atomic(path: Path, chunks: Iterable[str | bytes]) -> None:
             handle.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
 
 
+_staged: ContextVar[list[tuple[Path, Path]] | None] = ContextVar("_staged", default=None)
+
+
 @contextmanager
 def open_atomic(path: Path) -> Iterator[BinaryIO]:
     """A binary handle on a new file that replaces ``path`` when the block ends without an
-    error; after an error the old file (if any) stays and the new one is removed."""
+    error (inside :func:`together`: when that block ends); after an error the old file (if any)
+    stays and the new one is removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_beside(path)
+    staged = _staged.get()
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
-        os.replace(tmp, path)
+        if staged is None:
+            os.replace(tmp, path)
+        else:
+            staged.append((tmp, path))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def together() -> Iterator[None]:
+    """Files written atomically inside this block replace their targets only when every one of
+    them was written: a full disk or an error half-way leaves all the old files (and no
+    temporary file), never a mix of old and new."""
+    staged: list[tuple[Path, Path]] = []
+    token = _staged.set(staged)
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _staged.reset(token)
+    for tmp, path in staged:
+        os.replace(tmp, path)
 
 
 # JSON is written by orjson: five to seven times faster than the standard library's C encoder

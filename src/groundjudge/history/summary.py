@@ -48,6 +48,10 @@ class RunSummary(_Frozen):
     tool_version: str
     git_commit: str | None
     configs: dict[str, ConfigSummary]
+    # False for a run whose judge could not be reached or stopped mid-run: kept in the history,
+    # never a point of a trend nor the run another is compared with (``not_comparable`` says why)
+    comparable: bool = True
+    not_comparable: str | None = None
 
 
 def file_hash(paths: Iterable[Path]) -> str | None:
@@ -85,7 +89,7 @@ def per_case_values(doc: ReportDocument) -> dict[str, dict[str, dict[str, float 
 
 
 def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir: str | Path | None = None,
-                  *, started_at: datetime | None = None) -> RunSummary:
+                  *, started_at: datetime | None = None, not_comparable: str | None = None) -> RunSummary:
     gated = set(doc.gates.gated_configs)
     configs: dict[str, ConfigSummary] = {}
     for cfg, section in doc.per_config.items():
@@ -108,7 +112,8 @@ def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir
         trust={metric: status.trusted for metric, status in doc.gates.trust.items()},
         judge_metrics=[c.metric for c in doc.judge.criteria] + ["judge_error_rate"],
         cost_usd=doc.judge.totals.usage.cost_usd, requests=doc.judge.totals.usage.requests,
-        tool_version=doc.provenance.tool_version, git_commit=doc.provenance.git_commit, configs=configs)
+        tool_version=doc.provenance.tool_version, git_commit=doc.provenance.git_commit, configs=configs,
+        comparable=not_comparable is None, not_comparable=not_comparable)
 
 
 Packed = dict[str, tuple[bytes, dict[str, bytes]]]  # config -> (case ids, metric -> column)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundjudge.history.store import HistoryStore, StoredRun
+from groundjudge.history.summary import Packed, RunSummary, unpack_column, unpack_ids
 from groundjudge.report.compare import ALPHA, paired_permutation_p
 
 EXACT_MAX = 100
@@ -84,29 +85,48 @@ def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | 
 
 
 class _Cases:
-    """Per-case columns, read on demand; each run's case ids decoded once per config."""
+    """Per-case columns, read on demand; each run's case ids decoded once per config. The
+    columns of a run not stored yet (``pending``) are read from its packed values."""
 
-    def __init__(self, store: HistoryStore) -> None:
+    def __init__(self, store: HistoryStore, pending: tuple[int, Packed] | None = None) -> None:
         self.store = store
+        self.pending = pending
         self.ids: dict[tuple[int, str], list[str] | None] = {}
 
     def column(self, run_id: int, config: str, metric: str) -> dict[str, float] | None:
-        if (run_id, config) not in self.ids:
-            self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
-        ids = self.ids[(run_id, config)]
-        values = self.store.column(run_id, config, metric) if ids is not None else None
+        values: list[float | None] | None
+        if self.pending is not None and self.pending[0] == run_id:
+            packed = self.pending[1].get(config)
+            if (run_id, config) not in self.ids:
+                self.ids[(run_id, config)] = unpack_ids(packed[0]) if packed is not None else None
+            ids = self.ids[(run_id, config)]
+            blob = packed[1].get(metric) if packed is not None else None
+            values = unpack_column(blob) if blob is not None else None
+        else:
+            if (run_id, config) not in self.ids:
+                self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
+            ids = self.ids[(run_id, config)]
+            values = self.store.column(run_id, config, metric) if ids is not None else None
         if ids is None or values is None:
             return None
         return {c: v for c, v in zip(ids, values, strict=True) if v is not None}
 
 
 def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = None, last: int | None = 20,
-          seed: int = 0) -> list[TrendPoint]:
+          seed: int = 0, pending: tuple[RunSummary, Packed] | None = None) -> list[TrendPoint]:
     """Points for the last ``last`` runs, per config (all, or ``config``) and metric, oldest first.
-    Comparisons may reach back beyond the window for the previous comparable run."""
+    Comparisons may reach back beyond the window for the previous comparable run. Runs marked
+    not comparable (their judge could not run) are no point and no comparison's other side.
+    ``pending``: a run not stored yet (its summary and packed values), taken as the newest,
+    numbered after the last stored run."""
     everything = store.runs()
-    shown_ids = {r.id for r in (everything[-last:] if last else everything)}
     cases = _Cases(store)
+    if pending is not None:
+        newest = StoredRun(id=(everything[-1].id + 1) if everything else 1, summary=pending[0])
+        everything = [*everything, newest]
+        cases = _Cases(store, (newest.id, pending[1]))
+    everything = [r for r in everything if r.summary.comparable]
+    shown_ids = {r.id for r in (everything[-last:] if last else everything)}
     points: list[TrendPoint] = []
     configs = [config] if config else sorted({c for r in everything for c in r.summary.configs})
     for cfg in configs:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any
 import diskcache
 import orjson
 
+from groundjudge.judge.cache_disk import (CacheUnreadable, JsonDisk, LegacyEntry, check_database, reply_fields,
+                                          unreadable)
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric
 
@@ -122,52 +125,114 @@ class CachedReply:
 
 
 class JudgeCache:
-    """A diskcache directory; safe across processes, so a killed run keeps what it stored."""
+    """A diskcache directory of JSON entries (``cache_disk.JsonDisk``: no pickles); safe across
+    processes, so a killed run keeps what it stored.
+
+    Opening a folder whose database is not one, or not a judge cache, raises
+    ``CacheUnreadable`` with the one line to show. A database that breaks while the run uses it
+    does not end the run: the cache is switched off for the rest of the run (every later
+    lookup a miss, nothing more stored), ``problem`` says why, the report shows it and the run's
+    reports are written as usual. Entries in an old form (pickles written before 0.3) are never
+    decoded: they are misses, counted in ``legacy``."""
 
     def __init__(self, directory: str | Path, *, enabled: bool = True) -> None:
         self.directory = Path(directory)
         self.enabled = enabled
-        self._cache = diskcache.Cache(str(self.directory)) if enabled else None
         self.hits = 0
         self.misses = 0
+        self.legacy = 0
+        self.problem: str | None = None
+        self.on_problem: Callable[[str], None] | None = None  # told once when the cache breaks mid-run
+        self._cache: diskcache.Cache | None = None
+        if enabled:
+            if self.directory.exists() and not self.directory.is_dir():
+                raise CacheUnreadable(f"{self.directory}: the judge cache folder is a file; give --cache-dir a folder")
+            check_database(self.directory)
+            try:
+                self._cache = diskcache.Cache(str(self.directory), disk=JsonDisk)
+            except (sqlite3.DatabaseError, OSError) as exc:
+                raise CacheUnreadable(unreadable(self.directory / "cache.db", exc)) from None
+
+    def _broke(self, exc: BaseException) -> None:
+        """Switch the cache off for the rest of the run, keeping the reason."""
+        self.problem = unreadable(self.directory / "cache.db", exc)
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            try:
+                cache.close()
+            except (sqlite3.Error, OSError):
+                pass
+        if self.on_problem is not None:
+            self.on_problem(self.problem)
 
     def get(self, key: str) -> CachedReply | None:
         if self._cache is None:
             self.misses += 1
             return None
-        value = self._cache.get(key)
-        if value is None:
+        try:
+            value = self._cache.get(key)
+        except LegacyEntry:
+            self.legacy += 1
+            self.misses += 1
+            return None
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self._broke(exc)
+            self.misses += 1
+            return None
+        reply = _reply(value) if value is not None else None
+        if reply is None:
+            if value is not None:
+                self.legacy += 1
             self.misses += 1
             return None
         self.hits += 1
-        return CachedReply(**value)
+        return reply
 
     def put(self, key: str, reply: CachedReply) -> None:
         if self._cache is not None:
-            self._cache.set(key, reply.__dict__)
+            try:
+                self._cache.set(key, reply.__dict__)
+            except (sqlite3.DatabaseError, OSError) as exc:
+                self._broke(exc)
 
     def put_many(self, entries: Iterable[tuple[str, CachedReply]]) -> None:
         """Store several entries in one transaction: one commit to disk instead of one each."""
         if self._cache is not None:
-            with self._cache.transact():
-                for key, reply in entries:
-                    self._cache.set(key, reply.__dict__)
+            try:
+                with self._cache.transact():
+                    for key, reply in entries:
+                        self._cache.set(key, reply.__dict__)
+            except (sqlite3.DatabaseError, OSError) as exc:
+                self._broke(exc)
 
     def stats(self) -> dict[str, Any]:
-        entries = len(self._cache) if self._cache is not None else 0
-        size = self._cache.volume() if self._cache is not None else 0
-        return {"directory": str(self.directory), "enabled": self.enabled, "entries": entries,
-                "size_bytes": size, "hits": self.hits, "misses": self.misses}
+        entries = size = 0
+        if self._cache is not None:
+            try:
+                entries, size = len(self._cache), self._cache.volume()
+            except (sqlite3.DatabaseError, OSError) as exc:
+                self._broke(exc)
+        out = {"directory": str(self.directory), "enabled": self.enabled, "entries": entries,
+               "size_bytes": size, "hits": self.hits, "misses": self.misses}
+        if self.legacy:
+            out["legacy_entries_skipped"] = self.legacy
+        if self.problem:
+            out["problem"] = self.problem
+        return out
 
     def prune(self, older_than_days: float) -> int:
-        """Drop replies stored more than ``older_than_days`` ago; return how many."""
+        """Drop replies stored more than ``older_than_days`` ago; return how many. Entries this
+        version cannot read (old pickles) are dropped too, unread."""
         if self._cache is None:
             return 0
         cutoff = time.time() - older_than_days * 86400
         removed = 0
         for key in list(self._cache.iterkeys()):
-            value = self._cache.get(key)
-            if value is None or value.get("created", 0) < cutoff:
+            try:
+                value = self._cache.get(key)
+            except LegacyEntry:
+                value = None
+            if value is None or not isinstance(value.get("created", 0), (int, float)) or value.get("created", 0) < cutoff:
                 removed += int(self._cache.delete(key))
         return removed
 
@@ -176,4 +241,13 @@ class JudgeCache:
 
     def close(self) -> None:
         if self._cache is not None:
-            self._cache.close()
+            try:
+                self._cache.close()
+            except (sqlite3.Error, OSError):
+                pass
+
+
+def _reply(value: Any) -> CachedReply | None:
+    """A stored entry as a ``CachedReply``; None when it is not one (wrong fields or types)."""
+    fields = reply_fields(value)
+    return CachedReply(**fields) if fields is not None else None
