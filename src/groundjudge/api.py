@@ -149,6 +149,11 @@ class RunResult:
     def passed(self) -> bool:
         return self.gates.passed
 
+    @property
+    def judge_stopped(self) -> str | None:
+        """Why the judge (or the escalation judge) stopped before every case was asked, if it did."""
+        return self.judge.totals.stopped or (self.escalation.totals.stopped if self.escalation is not None else None)
+
 
 def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
     from groundjudge.select import SelectSettings, select_cases
@@ -181,7 +186,8 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records, selective)
     # a judge that could not be reached, or stopped answering, leaves the verdict unknown: exit
     # 3 whatever was judged before it stopped (and the run is no comparable point of the history)
-    exit_code = 3 if judged.totals.stopped else (0 if gates.passed else 1)
+    stopped = judged.totals.stopped or (escalated.totals.stopped if escalated is not None else None)
+    exit_code = 3 if stopped else (0 if gates.passed else 1)
     return RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
                      selections=tuple(selections), judge=judged, gates=gates,
                      calibration=calibration_summary(gates, records),
@@ -319,7 +325,7 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
     from groundjudge.history.summary import pack_report
 
     inputs = result.config.inputs
-    stopped = result.judge.totals.stopped
+    stopped = result.judge_stopped
     summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir,
                             not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None)
     packed = pack_report(document)

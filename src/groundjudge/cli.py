@@ -263,8 +263,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
         if own is not None:
             click.echo(f"profile {own.name}: " + {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed])
-    if result.judge.totals.stopped:
-        click.echo(f"judge stopped: {result.judge.totals.stopped} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
+    if result.judge_stopped:
+        click.echo(f"judge stopped: {result.judge_stopped} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
                    "is unknown; the run is kept in the history but compared with nothing)", err=True)
     cache_state = result.judge.cache
     if cache_state.get("problem"):
