@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +16,11 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from groundjudge.calibrate.agreement import agreement, bootstrap_ci, bootstrap_kappas, kappa, labels_for_width
 from groundjudge.calibrate.ppi import ppi_mean
-from groundjudge.calibrate.record import build_record
+from groundjudge.calibrate.evidence import deciding_record
+from groundjudge.calibrate.record import build_record, find_records
 from groundjudge.calibrate.trust import TrustRules, trust_status
 from groundjudge.calibrate.verdicts import ItemLabels
+from groundjudge.errors import InputError
 from groundjudge.judge.results import CriterionInfo
 
 CRITERIA = [CriterionInfo(name="faithful", kind="binary", labels=[True, False], metric="faithfulness"),
@@ -24,6 +28,7 @@ CRITERIA = [CriterionInfo(name="faithful", kind="binary", labels=[True, False], 
             CriterionInfo(name="citations_supported", kind="binary", labels=[True, False], metric="citation_support")]
 
 GRADES = [0, 1, 2, 3]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_kappa_weighted_kappa_and_confusion_equal_sklearn():
@@ -204,8 +209,9 @@ def test_trusted_with_enough_agreeing_items():
     ([], "no calibration record"),
     ([record_for(30)], "30 labelled items < min_items 50"),
     ([record_for(90, flip_every=2)], "kappa"),
-    ([record_for(90, prov={**PROV, "model": "judge-2"})], "stale: model judge-2"),
-    ([record_for(90, prov={**PROV, "rubric": {**PROV["rubric"], "hash": "b" * 64}})], "stale: rubric"),
+    ([record_for(90, prov={**PROV, "model": "judge-2"})], "stale: model: judge-2 in the record, judge-1 in this run"),
+    ([record_for(90, prov={**PROV, "rubric": {**PROV["rubric"], "hash": "b" * 64}})],
+     "stale: rubric hash: bbbbbbbbbbbb in the record, aaaaaaaaaaaa in this run"),
 ])
 def test_untrusted_cases(records, reason):
     status = trust_status("faithful", PROV, records, RULES)
@@ -232,6 +238,108 @@ def test_inter_rater_agreement_is_reported_beside_judge_agreement():
     assert faithful["judge_vs_human"] == faithful["judge_vs_each_rater"]["alice"]
     assert faithful["judge_vs_human"] != faithful["judge_vs_each_rater"]["bob"]
 
+
+
+# --- several records for one judge: which decides, and what a stale one differs in -----------
+
+def written(record: dict, name: str, created: str) -> dict:
+    """A record as find_records reads it back from ``records/<name>.json``."""
+    return {**record, "_path": f"records/{name}.json", "created": created}
+
+
+def test_per_criterion_the_record_with_most_items_then_raters_then_newest_decides():
+    judge, human = make_items(90, flip_every=15)
+    few_judge, few_human = make_items(30)
+    big = written(build_record(judge, PROV, {"alice": human}, CRITERIA, reps=50), "big", "2026-01-01T00:00:00+00:00")
+    # a later record from 30 items on which the judge and one person agree exactly (kappa 1.0)
+    small = written(build_record(few_judge, PROV, {"sam": few_human}, CRITERIA, reps=50), "small",
+                    "2026-06-01T00:00:00+00:00")
+    lenient = TrustRules(min_items=20, min_kappa=0.6, min_kappa_lower=0.4)
+    assert trust_status("faithful", PROV, [small], lenient).trusted  # alone, it would be trusted
+    status = trust_status("faithful", PROV, [big, small], lenient)
+    assert status.record == "records/big.json" and status.n == 90 and status.raters == {"alice": 90}
+    assert status.labels_hash == big["evidence"]["labels_hash"] != small["evidence"]["labels_hash"]
+    assert status.reason.endswith(f"decided by big.json (labels {big['evidence']['labels_hash'][:12]}, n=90, "
+                                  "raters alice 90)")
+    # as many items: more raters decide, whatever the dates; then the newest
+    two = written(build_record(judge, PROV, {"alice": human, "bob": human}, CRITERIA, reps=50), "two",
+                  "2025-01-01T00:00:00+00:00")
+    assert deciding_record("faithful", [big, small, two]) is two
+    newer = written(big, "newer", "2026-02-01T00:00:00+00:00")
+    assert deciding_record("faithful", [big, newer, small]) is newer
+    # per criterion: a record without a criterion's agreement does not decide it
+    no_faithful = written({**newer, "criteria": {k: v for k, v in newer["criteria"].items() if k != "faithful"}},
+                          "partial", "2026-03-01T00:00:00+00:00")
+    assert deciding_record("faithful", [big, no_faithful]) is big
+    assert deciding_record("correct", [big, no_faithful]) is no_faithful
+
+
+def test_the_records_evidence_names_labels_verdicts_and_rater(tmp_path):
+    judge, human = make_items(40)
+    labels = tmp_path / "alice.jsonl"
+    labels.write_text("{}\n")
+    record = build_record(judge, PROV, {"alice": human}, CRITERIA, label_files=[labels], reps=50)
+    evidence = record["evidence"]
+    assert evidence["label_files"] == [{"path": str(labels), "sha256": hashlib.sha256(b"{}\n").hexdigest()}]
+    assert evidence["primary_rater"] == "alice" and len(evidence["labels_hash"]) == 64
+    # the labels hash is the labels as read: another order gives the same hash, another label another one
+    reordered = dict(reversed(list(human.items())))
+    assert build_record(judge, PROV, {"alice": reordered}, CRITERIA, reps=50)["evidence"]["labels_hash"] == \
+        evidence["labels_hash"]
+    changed = {**human, ("q1", "c"): ItemLabels({**human[("q1", "c")].labels, "faithful": False})}
+    assert build_record(judge, PROV, {"alice": changed}, CRITERIA, reps=50)["evidence"]["labels_hash"] != \
+        evidence["labels_hash"]
+
+
+def test_a_legacy_record_without_evidence_is_read_with_its_labels_unrecorded():
+    legacy = written(record_for(90, flip_every=15), "legacy", "2025-01-01T00:00:00+00:00")
+    del legacy["evidence"]
+    legacy["schema_version"] = 1
+    status = trust_status("faithful", PROV, [legacy], RULES)
+    assert status.trusted and status.labels_hash is None
+    assert "decided by legacy.json (labels unrecorded (legacy record), n=90, raters alice 90)" in status.reason
+    # a new record of the same evidence size and raters is newer, so it decides
+    new = written(record_for(90, flip_every=15), "new", "2026-01-01T00:00:00+00:00")
+    assert trust_status("faithful", PROV, [legacy, new], RULES).record == "records/new.json"
+
+
+def test_the_bundled_legacy_records_are_read():
+    records = find_records(ROOT / "calibration" / "records")
+    legacy = [r for r in records if "evidence" not in r]
+    assert legacy  # written before records named their labels: kept as they are, read as legacy
+    for record in legacy:
+        status = trust_status("faithful", record["judge"], records, RULES)
+        assert status.record == record["_path"] and status.labels_hash is None
+        assert f"decided by {Path(record['_path']).name} (labels unrecorded (legacy record), n=" in status.reason
+
+
+def test_an_unreadable_record_is_an_input_error_not_a_silent_skip(tmp_path):
+    (tmp_path / "cut.json").write_text('{"kind": "groundjudge.calibration", "crit')
+    with pytest.raises(InputError, match="cut.json.*unreadable calibration record"):
+        find_records(tmp_path)
+
+
+def test_a_stale_message_names_each_difference_of_the_closest_record():
+    run = {"rubric": {"id": "grounded_answer", "version": 2, "hash": "a" * 64}, "model": "judge-1",
+           "decoding": {"temperature": 0.0, "seed": 1, "max_tokens": 512}}
+    far = written(record_for(90, prov={**run, "model": "judge-0", "decoding": {"temperature": 0.2}}), "far",
+                  "2026-05-01T00:00:00+00:00")
+    close = written(record_for(60, prov={**run, "decoding": {"temperature": 0.0, "seed": 7, "top_logprobs": 5,
+                                                             "max_tokens": 512}}), "close", "2025-01-01T00:00:00+00:00")
+    old = written(record_for(60, prov={**run, "rubric": {**run["rubric"], "version": 1, "hash": "b" * 64}}), "old",
+                  "2025-01-01T00:00:00+00:00")
+    status = trust_status("faithful", run, [far, close], RULES)
+    assert not status.trusted and status.record is None
+    assert status.reason == ("untrusted: the calibration record is stale: decoding seed: 7 in the record, 1 in this "
+                             "run; decoding top_logprobs: 5 in the record, not set in this run (closest record "
+                             "close.json)")
+    assert trust_status("faithful", run, [far, old], RULES).reason == (
+        "untrusted: the calibration record is stale: rubric version: 1 in the record, 2 in this run; rubric hash: "
+        "bbbbbbbbbbbb in the record, aaaaaaaaaaaa in this run (closest record old.json)")
+    assert trust_status("faithful", run, [far], RULES).reason == (
+        "untrusted: the calibration record is stale: model: judge-0 in the record, judge-1 in this run; decoding "
+        "max_tokens: not set in the record, 512 in this run; decoding seed: not set in the record, 1 in this run; "
+        "decoding temperature: 0.2 in the record, 0.0 in this run (closest record far.json)")
 
 # --- prediction-powered inference ------------------------------------------------------------
 

@@ -74,6 +74,17 @@ def test_cut_offs_come_only_from_a_record_for_exactly_this_judge() -> None:
     assert cutoffs_for({**FIRST, "decoding": {"temperature": 0.2}}, records) == {}
 
 
+
+def test_cut_offs_come_from_the_record_with_the_most_evidence_not_the_newest() -> None:
+    judge, human = calibration_items()
+    few = dict(list(judge.items())[:20])  # 20 sure and right verdicts, calibrated later by one person
+    small = build_record(few, FIRST, {"sam": human}, CRITERIA, reps=100, target_agreement=0.9, risk=0.1)
+    small["_path"], small["created"] = "records/small.json", "2999-01-01T00:00:00+00:00"
+    big = record()
+    assert small["criteria"]["faithful"]["selective"]["cutoff"]["n"] == 20
+    cut = cutoffs_for(FIRST, [big, small])["faithful"]
+    assert cut.record == big["_path"] and cut.n == 100 and cut.cutoff == pytest.approx(0.61)
+
 def case(case_id: str, p_true: float | None, label: bool | None = None) -> CaseJudgement:
     label = (p_true >= 0.5) if label is None and p_true is not None else label
     return CaseJudgement(case_id=case_id, config_id="cand", status="judged", criteria={

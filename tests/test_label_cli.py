@@ -63,6 +63,35 @@ def test_bad_input_exits_2(tmp_path):
     assert result.exit_code == 2 and "no report.json" in result.output
 
 
+
+@pytest.mark.parametrize("rater", ["../../../x", "a/b", "/tmp/elsewhere", "nul\x00byte", ".hidden", "..", "-rf",
+                                   "back\\slash", "tab\there", "\x1b]0;title\x07"])
+def test_a_rater_name_never_becomes_a_path_outside_the_labels_folder(run_dir, tmp_path, monkeypatch, rater):
+    """`label --rater ../../../x` used to write x.jsonl.selection levels above calibration/labels."""
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    before = set(tmp_path.rglob("*"))
+    result = CliRunner().invoke(main, ["label", str(run_dir), "--rater", rater, "--batch", "2"])
+    assert result.exit_code == 2, result.output
+    problem = result.output.strip().splitlines()[-1]
+    assert problem.startswith("  command line: rater: ") and "give your own file with --labels" in problem
+    assert set(tmp_path.rglob("*")) == before  # nothing written anywhere
+    assert not Path("/tmp/elsewhere.jsonl.selection").exists()
+
+
+def test_a_plain_rater_name_goes_to_the_labels_folder_and_an_explicit_labels_file_is_the_users(run_dir, tmp_path,
+                                                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert label(str(run_dir), "--rater", "kim.lee", "--batch", "2").exit_code == 0
+    assert sidecar_path(Path("calibration/labels/kim.lee.jsonl")).exists()
+    # with --labels the file is the user's choice, and the name is only a name inside it
+    mine = tmp_path / "elsewhere" / "mine.jsonl"
+    result = label(str(run_dir), "--rater", "../../../x", "--labels", str(mine), "--batch", "2")
+    assert result.exit_code == 0 and sidecar_path(mine).exists()
+    assert {p.name for p in (tmp_path / "calibration" / "labels").iterdir() if not p.name.startswith(".")} == \
+        {"kim.lee.jsonl.selection"}
+
 # --- the human queue: in triage.jsonl, offered first by the picker ------------------------------
 
 def picky_large_judge(body: dict, index: int):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import socket
 import threading
 from pathlib import Path
 
@@ -202,3 +203,86 @@ def test_a_queue_batch_is_marked_and_the_reason_shows_only_after_labelling(run_d
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+# --- malformed requests: a 4xx answer, never a traceback, a hang or a dead thread --------------
+
+@pytest.fixture
+def strict_server(run_dir, tmp_path, capfd):
+    """The real server on 127.0.0.1, with a short request timeout so that a body that never comes
+    is answered within the test."""
+    labels = tmp_path / "labels" / "ann.jsonl"
+    plan = prepare_batch(run_dir, "ann", labels_path=labels, strategy="random", size=2, seed=1)
+    srv = LabelServer(LabelApp(plan.session), request_timeout=1.0)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv, labels
+    srv.shutdown()
+    srv.server_close()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def raw_post(srv, length_header: str, body: bytes, *, close_after_send: bool = False) -> tuple[int, dict]:
+    """A POST written byte for byte on a socket; the answer's status and JSON body."""
+    head = (f"POST /api/label HTTP/1.1\r\nHost: 127.0.0.1:{srv.server_address[1]}\r\n"
+            f"Content-Type: application/json\r\nX-Label-Token: {srv.app.token}\r\n{length_header}\r\n").encode()
+    with socket.create_connection(("127.0.0.1", srv.server_address[1]), timeout=30) as sock:  # a hang fails, not waits
+        sock.sendall(head + body)
+        if close_after_send:
+            sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head_text, _, payload = answer.partition(b"\r\n\r\n")
+    return int(head_text.split()[1]), json.loads(payload)
+
+
+def handler_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if "process_request_thread" in t.name]
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(("length_header", "body", "status", "error"), [
+    ("Content-Length: abc\r\n", b"{}", 400, "Content-Length must be one whole number"),
+    ("Content-Length: -5\r\n", b"{}", 400, "Content-Length must be one whole number"),
+    ("Content-Length: 1e3\r\n", b"{}", 400, "Content-Length must be one whole number"),
+    ("Content-Length: 2\r\nContent-Length: 3\r\n", b"{}", 400, "Content-Length must be one whole number"),
+    ("Content-Length: 99999999999999999999\r\n", b"{}", 413, "body larger than"),
+    ("Content-Length: 262145\r\n", b"{}", 413, "body larger than"),
+    ("", b"{}", 411, "give Content-Length"),
+    ("Content-Length: 0\r\n", b"", 400, "body missing"),
+    (f"Content-Length: {len(DEEP)}\r\n", DEEP, 400, "nested too deeply"),
+    ("Content-Length: 4\r\n", b"\xff\xfe{}", 400, "not JSON in UTF-8"),
+    ("Content-Length: 7\r\n", b'{"a": }', 400, "not JSON in UTF-8"),
+    ("Content-Length: 2\r\n", b"[]", 400, "must be a JSON object"),
+    ("Content-Length: 4\r\n", b'"x" ', 400, "must be a JSON object"),
+])
+def test_a_malformed_post_gets_a_4xx_and_the_server_goes_on(strict_server, length_header, body, status, error):
+    srv, labels = strict_server
+    answer, data = raw_post(srv, length_header, body)
+    assert (answer, set(data)) == (status, {"error"}) and error in data["error"]
+    assert request(srv, "GET", "/api/state")[0].status == 200
+    assert not labels.exists()
+
+
+def test_a_body_shorter_than_its_length_is_answered_and_frees_its_thread(strict_server):
+    """It used to hang its thread for as long as the client kept the connection open."""
+    srv, labels = strict_server
+    busy = len(handler_threads())
+    status, data = raw_post(srv, "Content-Length: 100\r\n", b'{"query_id": ')
+    assert status == 408 and data["error"].startswith("body shorter than its Content-Length (13 < 100")
+    # a client that closes its side early gets its answer too (the server does not wait for the rest)
+    status, data = raw_post(srv, "Content-Length: 100\r\n", b'{"query_id": ', close_after_send=True)
+    assert status == 400 and data == {"error": "body shorter than its Content-Length (13 < 100)"}
+    for _ in range(300):  # the handler threads end once they answered
+        if len(handler_threads()) <= busy:
+            break
+        threading.Event().wait(0.05)
+    assert len(handler_threads()) <= busy
+    # and a normal label still goes through
+    item = json.loads(request(srv, "GET", "/api/state")[1])["item"]
+    response, payload = request(srv, "POST", "/api/label", label_body(item), {"X-Label-Token": srv.app.token})
+    assert response.status == 200, payload
+    assert len(labels.read_text().splitlines()) == 1

@@ -36,6 +36,7 @@ _EXPORTS = {
     "write_metrics_reports": "groundjudge.api",
     "profile_report": "groundjudge.api",
     "calibrate": "groundjudge.api",
+    "Calibration": "groundjudge.api",
     "position_probe": "groundjudge.api",
     "compare": "groundjudge.api",
     "Config": "groundjudge.config",

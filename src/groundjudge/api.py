@@ -179,9 +179,9 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
     selections = select(config, dataset, metrics)
+    records = find_records(config.trust.records_dir)  # before any call: an unreadable record is bad input
     judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
-    records = find_records(config.trust.records_dir)
     selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress)
     gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records, selective)
     # a judge that could not be reached, or stopped answering, leaves the verdict unknown: exit
@@ -190,7 +190,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     exit_code = 3 if stopped else (0 if gates.passed else 1)
     return RunResult(config=config, dataset=dataset, settings=settings, metrics=metrics,
                      selections=tuple(selections), judge=judged, gates=gates,
-                     calibration=calibration_summary(gates, records),
+                     calibration=calibration_summary(judged, records),
                      bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code,
                      escalation=escalated)
 
@@ -235,17 +235,12 @@ def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, data
                    sleep=sleep or time.sleep)
 
 
-def calibration_summary(gates: GateReport, records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The calibration record this run's judge is held to, if one exists for it exactly."""
-    path = next((t.record for t in gates.trust.values() if t.record), None)
-    record = next((r for r in records if r.get("_path") == path), None) if path else None
-    if record is None:
-        return None
-    return {"path": path, "primary_rater": record["primary_rater"], "raters": record["raters"],
-            "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
-                                **({"selective": st["selective"]} if "selective" in st else {})}
-                         for name, st in record["criteria"].items()},
-            "claims": record["claims"]}
+def calibration_summary(judge: JudgeRun, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The calibration records this run's judge is held to, per criterion the one that decides
+    (None when no record is for exactly this judge)."""
+    from groundjudge.calibrate.trust import calibration_summary as summary
+
+    return summary(judge.identity.model_dump(), [c.name for c in judge.criteria], records)
 
 
 def trust_rules(config: Config) -> TrustRules:
@@ -484,13 +479,26 @@ def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any
 
 # --- calibration ---------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Calibration:
+    """What `calibrate` wrote, and where it stands among this judge's records."""
+
+    record: dict[str, Any]  # as written, with ``_path``
+    path: Path
+    replaced: bool  # it replaced the earlier record of exactly the same evidence (and no other)
+    trust: dict[str, TrustStatus]  # criterion -> trust now, decided by the rule over every record of this judge
+    notes: list[str]  # what was written, what else exists for this judge, which record decides
+
+
 def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
               judge_name: str | None = None, primary_rater: str | None = None, seed: int = 0,
               target_width: float = 0.2, position_probe: dict[str, Any] | None = None,
-              ) -> tuple[dict[str, Any], Path, dict[str, TrustStatus]]:
-    """Join judge verdicts with human labels, write the calibration record, report trust."""
+              ) -> Calibration:
+    """Join judge verdicts with human labels, write the calibration record beside the judge's
+    others, report trust."""
+    from groundjudge.calibrate.evidence import write_notes
     from groundjudge.calibrate.record import build_record, find_records, write_record
-    from groundjudge.calibrate.trust import trust_status
+    from groundjudge.calibrate.trust import exact_records, trust_status
     from groundjudge.calibrate.verdicts import items_from_judge, load_labels, verdicts_from_jsonl, verdicts_from_report
     from groundjudge.judge.results import CriterionInfo
 
@@ -499,6 +507,7 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
         raise InputError.one(where, None, "labels", "give human labels with --labels")
     if (report_path is None) == (verdicts_path is None):
         raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
+    find_records(config.trust.records_dir)  # an unreadable record stops us before anything is written
     criteria: list[Any]
     if report_path is not None:
         judged = verdicts_from_report(report_path)
@@ -516,15 +525,18 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     humans = load_labels(config.inputs.labels, criteria)
     if primary_rater is not None and primary_rater not in humans:
         raise InputError.one(where, None, "primary-rater", f"no labels from {primary_rater!r}; have {sorted(humans)}")
-    record = build_record(items, identity, humans, criteria, primary_rater=primary_rater, seed=seed,
+    record = build_record(items, identity, humans, criteria, primary_rater=primary_rater,
+                          label_files=config.inputs.labels, verdicts_file=report_path or verdicts_path, seed=seed,
                           target_width=target_width, target_agreement=config.trust.target_agreement,
                           risk=config.trust.risk)
     if position_probe is not None:
         record["position_probe"] = position_probe
-    path = write_record(record, config.trust.records_dir)
+    path, replaced = write_record(record, config.trust.records_dir)
     records = find_records(config.trust.records_dir)
+    written = next(r for r in records if r["_path"] == str(path))
     trust = {c: trust_status(c, identity, records, trust_rules(config)) for c in record["criteria"]}
-    return record, path, trust
+    return Calibration(record=written, path=path, replaced=replaced, trust=trust,
+                       notes=write_notes(written, replaced, exact_records(identity, records)))
 
 
 def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,

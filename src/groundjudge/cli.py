@@ -437,19 +437,25 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
             raise InputError.one(config.source or "command line", None, "position-probe", "needs --report")
         with api.open_judge(config) as judge, JudgeProgress(False) as progress:
             probe = api.position_probe(config, report_path, judge, progress=progress)
-    record, path, trust = api.calibrate(config, report_path=report_path, verdicts_path=verdicts,
-                                        judge_name=judge_name, primary_rater=primary_rater, seed=seed,
-                                        target_width=target_width, position_probe=probe)
-    print_calibration(record, trust)
+    done = api.calibrate(config, report_path=report_path, verdicts_path=verdicts, judge_name=judge_name,
+                         primary_rater=primary_rater, seed=seed, target_width=target_width, position_probe=probe)
+    print_calibration(done.record, done.trust, written=str(done.path))
     if probe is not None:
         click.echo("position probe (context order reversed): " + ", ".join(
             f"{c}: {p['flips']}/{p['n']} flipped" for c, p in probe.items() if isinstance(p, dict)))
-    click.echo(f"wrote {path}")
+    for line in done.notes:  # what was written, what else exists for this judge, which record decides
+        click.echo(line)
 
 
-def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
+def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from groundjudge.calibrate.trust import DECIDED_BY
+
+    def verdict(status: Any) -> str:  # the lines below the table name the deciding record
+        short = status.reason.split(DECIDED_BY, 1)[0]
+        return short if status.record in (None, written) else short + " (another record decides: below)"
 
     table = Table(title=f"judge vs {record['primary_rater']} ({record['judge']['model']})")
     for col in ("criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "trust"):
@@ -460,7 +466,7 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any]) -> None:
         table.add_row(
             criterion, str(s["n"]), _num(s["observed"]), _num(s["kappa"]),
             f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
-            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", trust[criterion].reason)
+            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", verdict(trust[criterion]))
     Console(highlight=False).print(table)
     for criterion, stats in record["criteria"].items():
         block = stats.get("selective")

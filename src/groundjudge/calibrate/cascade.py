@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from groundjudge.calibrate.evidence import deciding_record
 from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import identity_hash
 from groundjudge.calibrate.selective import verdict_confidence
@@ -111,16 +112,15 @@ class SelectiveTrust(_Frozen):
 
 
 def cutoffs_for(identity: dict[str, Any], records: Sequence[dict[str, Any]]) -> dict[str, Cutoff]:
-    """The guaranteed cut-offs in the newest record for exactly this judge identity ({} when
-    there is none: a stale record never lends its cut-off to another rubric, model or decoding)."""
+    """The guaranteed cut-offs for exactly this judge identity, each from the record that decides
+    its criterion (the one with the most evidence, as for trust); {} when there is none: a stale
+    record never lends its cut-off to another rubric, model or decoding."""
     key = identity_hash({"rubric": identity["rubric"], "model": identity["model"], "decoding": identity["decoding"]})
     exact = [r for r in records if r.get("identity_hash") == key]
-    if not exact:
-        return {}
-    record = max(exact, key=lambda r: r.get("created", ""))
     out = {}
-    for name, stats in record.get("criteria", {}).items():
-        block = stats.get("selective")
+    for name in sorted({c for r in exact for c in r.get("criteria", {})}):
+        record = deciding_record(name, exact)
+        block = record.get("criteria", {}).get(name, {}).get("selective") if record is not None else None
         if not block:
             continue
         fit = block["cutoff"]

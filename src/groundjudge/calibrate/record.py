@@ -1,7 +1,10 @@
 """Calibration records: judge-human agreement per criterion for one exact judge identity.
 
-A record is written per (rubric id, version, hash, judge model, decoding settings); the file
-name carries all of it, so a record can never be mistaken for another judge's.
+A record is written per (rubric id, version, hash, judge model, decoding settings) and per
+evidence (the labels, the judge's verdicts, the rater compared with; see ``evidence``): the file
+name carries the identity, the labels hash and the evidence hash, so a record can never be
+mistaken for another judge's, and a record built from other evidence is written beside an
+earlier one instead of over it. Only the same evidence replaces its own record.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from groundjudge.calibrate.evidence import build_evidence
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, lookup
 from groundjudge.calibrate.verdicts import primary_rater as default_primary
+from groundjudge.errors import InputError
 from groundjudge.files import write_json_atomic
 from groundjudge.judge.results import CriterionInfo
 from groundjudge.provenance import provenance
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the record names its evidence; version-1 records are read as legacy (labels unrecorded)
 CLAIM_MATCH = 0.6  # difflib ratio above which a judge claim and a human claim are the same claim
 
 
@@ -35,10 +40,15 @@ def identity_hash(ident: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 
-def record_name(ident: dict[str, Any]) -> str:
+def record_name(ident: dict[str, Any], evidence: dict[str, Any] | None = None, *, digits: int = 8) -> str:
+    """``<rubric>-v<version>-<hash>__<model>__<identity>__labels-<labels hash>-<evidence hash>.json``;
+    without evidence, the name legacy records have."""
     rubric = ident["rubric"]
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", ident["model"])[:60]
-    return f"{rubric['id']}-v{rubric['version']}-{rubric['hash'][:12]}__{model}__{identity_hash(ident)[:10]}.json"
+    base = f"{rubric['id']}-v{rubric['version']}-{rubric['hash'][:12]}__{model}__{identity_hash(ident)[:10]}"
+    if evidence is None:
+        return base + ".json"
+    return f"{base}__labels-{evidence['labels_hash'][:12]}-{evidence['hash'][:digits]}.json"
 
 
 def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: str):
@@ -120,8 +130,8 @@ def selective_trust(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
 
 def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, Any],
                  humans: dict[str, dict[ItemKey, ItemLabels]], criteria: Sequence[CriterionInfo], *,
-                 primary_rater: str | None = None,
-                 seed: int = 0, target_width: float = 0.2, reps: int = 2000,
+                 primary_rater: str | None = None, label_files: Sequence[Path] = (),
+                 verdicts_file: Path | None = None, seed: int = 0, target_width: float = 0.2, reps: int = 2000,
                  target_agreement: float = 0.9, risk: float = 0.1) -> dict[str, Any]:
     if not humans:
         raise ValueError("no human labels")
@@ -152,6 +162,7 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
         "primary_rater": primary,
         "raters": {r: len(v) for r, v in sorted(humans.items())},
         "judged_items": len(judge),
+        "evidence": build_evidence(judge, humans, primary, label_files=label_files, verdicts_file=verdicts_file),
         "bootstrap": {"seed": seed, "reps": reps, "level": 0.95, "target_width": target_width},
         "selective": {"target_agreement": target_agreement, "risk": risk},
         "criteria": stats,
@@ -160,22 +171,39 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
     }
 
 
-def write_record(record: dict[str, Any], records_dir: Path) -> Path:
-    path = records_dir / record_name(record["judge"])
+def write_record(record: dict[str, Any], records_dir: Path) -> tuple[Path, bool]:
+    """Write the record beside the others; (its path, whether it replaced the earlier record of
+    exactly the same evidence). A record never replaces one built from other evidence."""
+    evidence = record["evidence"]
+    path = records_dir / record_name(record["judge"], evidence)
+    if path.exists() and _evidence_hash(path) != evidence["hash"]:
+        path = records_dir / record_name(record["judge"], evidence, digits=64)  # a short-hash collision
+    replaced = path.exists()
     write_json_atomic(path, record)
-    return path
+    return path, replaced
+
+
+def _evidence_hash(path: Path) -> str | None:
+    try:
+        return (json.loads(path.read_text(encoding="utf-8")).get("evidence") or {}).get("hash")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def find_records(records_dir: Path) -> Sequence[dict[str, Any]]:
+    """Every calibration record in the folder. One that cannot be read is an input error, not
+    skipped: a record dropped in silence could hand trust to a record with less evidence."""
     if not records_dir.is_dir():
         return []
     out = []
     for path in sorted(records_dir.glob("*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if data.get("kind") == "groundjudge.calibration":
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise InputError.one(path, getattr(exc, "lineno", None), None,
+                                 f"unreadable calibration record ({type(exc).__name__}); restore it from version "
+                                 "control, or move it out of the records folder") from None
+        if isinstance(data, dict) and data.get("kind") == "groundjudge.calibration":
             data["_path"] = str(path)
             out.append(data)
     return out

@@ -2,17 +2,25 @@
 
 Trusted needs a calibration record for exactly this rubric hash, judge model and decoding
 settings, with at least ``min_items`` items, kappa >= ``min_kappa`` and the CI's lower bound
->= ``min_kappa_lower``. Anything else leaves the metric advisory, with the reason.
+>= ``min_kappa_lower``. Anything else leaves the metric advisory, with the reason. Of several
+records for the judge, the one with the most evidence decides (``evidence.RULE``), and the
+reason names it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from groundjudge.calibrate.evidence import (RULE, criterion_n, deciding_record, describe, record_file,
+                                            record_labels_hash, reference)
 from groundjudge.calibrate.record import identity, identity_hash
+
+
+DECIDED_BY = "; decided by "  # joins a trust reason and the record that decided it
 
 
 class TrustRules(BaseModel):
@@ -27,51 +35,116 @@ class TrustStatus(BaseModel):
     model_config = ConfigDict(frozen=True)
     trusted: bool
     reason: str
-    record: str | None = None
+    record: str | None = None  # the record that decided, by the rule in the README
+    labels_hash: str | None = None  # its labels hash (None: a legacy record, labels unrecorded)
+    n: int | None = None  # its labelled items for this criterion
+    raters: dict[str, int] | None = None  # its raters and their item counts
 
 
-def _stale_reason(record: dict[str, Any], want: dict[str, Any]) -> str:
-    have = record["judge"]
-    if have["rubric"]["id"] != want["rubric"]["id"]:
-        return ""
+def exact_records(run_provenance: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records built for exactly this judge: rubric (id, version, hash), model, decoding."""
+    key = identity_hash(identity(dict(run_provenance)))
+    return [r for r in records if r.get("identity_hash") == key]
+
+
+_MISSING = object()
+
+
+def _value(value: Any) -> str:
+    return "not set" if value is _MISSING else json.dumps(value, ensure_ascii=True)
+
+
+def stale_differences(have: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
+    """What differs between a record's judge and the run's, field by field, both values named."""
     diffs = []
-    if have["rubric"]["hash"] != want["rubric"]["hash"] or have["rubric"]["version"] != want["rubric"]["version"]:
-        diffs.append(f"rubric v{have['rubric']['version']} hash {have['rubric']['hash'][:12]} "
-                     f"(run: v{want['rubric']['version']} {want['rubric']['hash'][:12]})")
+    hr, wr = have["rubric"], want["rubric"]
+    if hr["version"] != wr["version"]:
+        diffs.append(f"rubric version: {hr['version']} in the record, {wr['version']} in this run")
+    if hr["hash"] != wr["hash"]:
+        diffs.append(f"rubric hash: {hr['hash'][:12]} in the record, {wr['hash'][:12]} in this run")
     if have["model"] != want["model"]:
-        diffs.append(f"model {have['model']} (run: {want['model']})")
-    if have["decoding"] != want["decoding"]:
-        diffs.append(f"decoding {have['decoding']} (run: {want['decoding']})")
-    return "; ".join(diffs)
+        diffs.append(f"model: {have['model']} in the record, {want['model']} in this run")
+    hd, wd = have.get("decoding") or {}, want.get("decoding") or {}
+    for key in sorted(set(hd) | set(wd)):
+        a, b = hd.get(key, _MISSING), wd.get(key, _MISSING)
+        if a != b:  # a key set on one side only differs too
+            diffs.append(f"decoding {key}: {_value(a)} in the record, {_value(b)} in this run")
+    return diffs
 
 
-def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequence[dict[str, Any]],
+def _stale_reason(criterion: str, records: Sequence[Mapping[str, Any]], want: dict[str, Any]) -> str:
+    """The closest record of the same rubric family (fewest differing fields, then the most
+    evidence for the criterion, then newest) and what differs; "" when there is none."""
+    candidates = [(stale_differences(r["judge"], want), r) for r in records
+                  if r.get("judge", {}).get("rubric", {}).get("id") == want["rubric"]["id"]]
+    candidates = sorted(((d, r) for d, r in candidates if d), key=lambda dr: dr[1].get("created", ""), reverse=True)
+    if not candidates:
+        return ""
+    # min keeps the first of equals: the newest
+    diffs, record = min(candidates, key=lambda dr: (len(dr[0]), -(criterion_n(dr[1], criterion) or 0)))
+    where = f" (closest record {record_file(record)})" if record.get("_path") else ""
+    return "; ".join(diffs) + where
+
+
+def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequence[Mapping[str, Any]],
                  rules: TrustRules) -> TrustStatus:
     want = identity(run_provenance)
-    key = identity_hash(want)
-    exact = [r for r in records if r.get("identity_hash") == key]
+    exact = exact_records(run_provenance, records)
     if not exact:
-        stale = [s for r in records if (s := _stale_reason(r, want))]
+        stale = _stale_reason(criterion, records, want)
         if stale:
-            return TrustStatus(trusted=False, reason="untrusted: the calibration record is stale: " + stale[0])
+            return TrustStatus(trusted=False, reason="untrusted: the calibration record is stale: " + stale)
         return TrustStatus(trusted=False, reason="untrusted: no calibration record for this rubric, model and decoding")
-    record = max(exact, key=lambda r: r.get("created", ""))
-    stats = record["criteria"].get(criterion, {}).get("judge_vs_human")
-    where = record.get("_path")
-    if not stats:
-        return TrustStatus(trusted=False, reason=f"untrusted: the record has no `{criterion}` agreement", record=where)
+    record = deciding_record(criterion, exact)
+    if record is None:
+        newest = max(exact, key=lambda r: r.get("created", ""))
+        return TrustStatus(trusted=False, reason=f"untrusted: no record of this judge has `{criterion}` agreement "
+                                                 f"({record_file(newest)} and {len(exact) - 1} other(s))",
+                           record=newest.get("_path"))
+    stats = record["criteria"][criterion]["judge_vs_human"]
+    decided = {"record": record.get("_path"), "labels_hash": record_labels_hash(record), "n": stats["n"],
+               "raters": dict(record.get("raters") or {})}
+    by = f"{DECIDED_BY}{describe(record, criterion)}"
     n, k, low = stats["n"], stats["kappa"], stats["ci_low"]
     if n < rules.min_items:
-        return TrustStatus(trusted=False, reason=f"untrusted: {n} labelled items < min_items {rules.min_items}",
-                           record=where)
+        return TrustStatus(trusted=False, reason=f"untrusted: {n} labelled items < min_items {rules.min_items}{by}",
+                           **decided)
     if k is None or k < rules.min_kappa:
-        return TrustStatus(trusted=False, reason=f"untrusted: kappa {_f(k)} < min_kappa {rules.min_kappa}", record=where)
+        return TrustStatus(trusted=False, reason=f"untrusted: kappa {_f(k)} < min_kappa {rules.min_kappa}{by}",
+                           **decided)
     if low is None or low < rules.min_kappa_lower:
         return TrustStatus(trusted=False, reason=f"untrusted: kappa CI lower bound {_f(low)} < min_kappa_lower "
-                                                f"{rules.min_kappa_lower}", record=where)
+                                                f"{rules.min_kappa_lower}{by}", **decided)
     return TrustStatus(trusted=True, reason=f"trusted: n={n}, kappa {k:.3f}, 95% CI [{low:.3f}, "
-                                            f"{stats['ci_high']:.3f}]", record=where)
+                                            f"{stats['ci_high']:.3f}]{by}", **decided)
 
 
 def _f(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.3f}"  # kappa: undefined, not missing
+
+
+def calibration_summary(run_provenance: dict[str, Any], criteria: Sequence[str],
+                        records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What report.json states about calibration: per criterion, the figures of the record that
+    decides it and that record (file, labels hash, n, raters); every record of this judge, with
+    the criteria it decides. The top-level path, raters and claims are those of the record that
+    decides the most criteria. None when no record is for exactly this judge."""
+    exact = exact_records(run_provenance, records)
+    deciding = {c: r for c in criteria if (r := deciding_record(c, exact)) is not None}
+    if not deciding:
+        return None
+    paths = [r.get("_path") for r in deciding.values()]
+    main = max(deciding.values(), key=lambda r: paths.count(r.get("_path")))  # first of equals: criterion order
+    return {
+        "path": main.get("_path"), "primary_rater": main["primary_rater"], "raters": dict(main["raters"]),
+        "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
+                            **({"selective": st["selective"]} if "selective" in st else {})}
+                     for name, r in deciding.items() for st in [r["criteria"][name]]},
+        "claims": main["claims"],
+        "rule": RULE,
+        "decided_by": {name: reference(r, name) for name, r in deciding.items()},
+        "records": [{"path": r.get("_path"), "labels_hash": record_labels_hash(r),
+                     "raters": dict(r.get("raters") or {}), "n": {c: criterion_n(r, c) for c in r.get("criteria", {})},
+                     "created": r.get("created"), "decides": [c for c, d in deciding.items() if d is r]}
+                    for r in sorted(exact, key=lambda r: r.get("created", ""), reverse=True)],
+    }

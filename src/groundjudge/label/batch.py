@@ -3,6 +3,7 @@ say what the agreement estimate is now and what it is expected to be after the b
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,22 @@ class LabelPlan:
     queue_note: str  # the run's human queue: how many wait for this rater, and whether this batch is theirs
 
 
+LABELS_DIR = Path("calibration") / "labels"
+# A rater name that becomes a file name: a letter or digit first (no leading dot: no hidden file,
+# no "..", no option-like "-"), then letters, digits, "_", "-" and ".": no separator, NUL or
+# control character can reach the path.
+RATER_FILE_NAME = re.compile(r"[^\W_][\w.-]{0,63}")
+
+
 def default_labels_path(rater: str) -> Path:
-    return Path("calibration") / "labels" / f"{rater}.jsonl"
+    """``calibration/labels/<rater>.jsonl``, for a rater name that is a plain file name; any
+    other name is refused (a name from the command line never becomes a path of its choosing)."""
+    if not RATER_FILE_NAME.fullmatch(rater):
+        raise InputError.one("command line", None, "rater",
+                             f"{rater!r} cannot name a labels file: use a letter or digit first, then letters, "
+                             "digits, '_', '-' or '.' (up to 64 characters, e.g. kim or kim.lee), or give your "
+                             "own file with --labels")
+    return LABELS_DIR / f"{rater}.jsonl"
 
 
 def confidence_note(session: LabelSession) -> str:

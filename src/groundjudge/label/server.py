@@ -14,7 +14,9 @@ strings, so text from the data cannot become markup. Requests must name this ser
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -35,6 +37,7 @@ from groundjudge.label.store import append_label
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 MAX_BODY = 256 * 1024
+REQUEST_TIMEOUT_S = 10.0  # a request's headers and body must arrive within this (a label is a few hundred bytes)
 STATIC = {"label.js": "text/javascript; charset=utf-8", "label.css": "text/css; charset=utf-8"}
 LABEL_FIELDS = {"query_id", "config_id", "faithful", "correct", "citations_supported", "claims", "note"}
 
@@ -102,6 +105,10 @@ class LabelHandler(BaseHTTPRequestHandler):
     server_version = "groundjudge-label"
     sys_version = ""
 
+    def setup(self) -> None:
+        self.timeout = self.server.request_timeout  # the socket's timeout: headers that never end too
+        super().setup()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         if self.server.verbose:
             super().log_message(format, *args)
@@ -162,26 +169,76 @@ class LabelHandler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong token"})
         if not (self.headers.get("Content-Type") or "").startswith("application/json"):
             return self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send application/json"})
-        length = int(self.headers.get("Content-Length") or 0)
-        if length <= 0 or length > MAX_BODY:
-            return self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "body missing or too large"})
+        raw = self._read_body()
+        if isinstance(raw, tuple):
+            return self._json(*raw)
         try:
-            body = json.loads(self.rfile.read(length).decode("utf-8"))
+            body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            return self._json(HTTPStatus.BAD_REQUEST, {"error": "body is not JSON"})
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": "body is not JSON in UTF-8"})
+        except RecursionError:  # nested deeper than the decoder's recursion limit
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": "body is nested too deeply"})
         if not isinstance(body, dict):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": "body must be a JSON object"})
-        status, data = app.save(body)
+        try:
+            status, data = app.save(body)
+        except OSError as exc:  # the labels file could not be written (disk full, permissions)
+            return self._json(HTTPStatus.INTERNAL_SERVER_ERROR,
+                              {"error": f"the label was not saved: {exc.strerror or type(exc).__name__}"})
         return self._json(status, data)
+
+    def _read_body(self) -> bytes | tuple[int, dict[str, str]]:
+        """The body, exactly Content-Length bytes, read before a deadline; or (status, error) for
+        a missing, malformed, too large, short or late body. A thread never waits for bytes that
+        are not coming: the whole body must arrive within the server's request timeout."""
+        given = self.headers.get_all("Content-Length") or []
+        if not given:
+            return HTTPStatus.LENGTH_REQUIRED, {"error": "give Content-Length"}
+        text = given[0].strip()
+        if len(given) > 1 or not re.fullmatch(r"[0-9]+", text):
+            return HTTPStatus.BAD_REQUEST, {"error": "Content-Length must be one whole number of bytes"}
+        if len(text) > 9 or int(text) > MAX_BODY:
+            return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": f"body larger than {MAX_BODY} bytes"}
+        length = int(text)
+        if length == 0:
+            return HTTPStatus.BAD_REQUEST, {"error": "body missing"}
+        deadline = time.monotonic() + self.server.request_timeout
+        chunks, got = [], 0
+        try:
+            while got < length:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(length - got)
+                if not chunk:  # the client closed its side
+                    return HTTPStatus.BAD_REQUEST, {"error": f"body shorter than its Content-Length ({got} < {length})"}
+                chunks.append(chunk)
+                got += len(chunk)
+        except TimeoutError:
+            self.close_connection = True
+            return HTTPStatus.REQUEST_TIMEOUT, {"error": f"body shorter than its Content-Length ({got} < {length} "
+                                                         f"bytes after {self.server.request_timeout:g} s)"}
+        return b"".join(chunks)
 
 
 class LabelServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, app: LabelApp, port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(self, app: LabelApp, port: int = 0, *, verbose: bool = False,
+                 request_timeout: float = REQUEST_TIMEOUT_S) -> None:
         self.app = app
         self.verbose = verbose
+        self.request_timeout = request_timeout
         super().__init__(("127.0.0.1", port), LabelHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, not the standard library's traceback: a client that went away is no news;
+        anything else is named (and the server goes on serving)."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        sys.stderr.write(f"labelling page: a request failed: {type(exc).__name__}: {exc}\n")
 
     @property
     def url(self) -> str:

@@ -95,14 +95,40 @@ class CriterionAgreement(_Doc):
     inter_rater: dict[str, dict[str, Any]]
 
 
+class DecidingRecord(_Doc):
+    """The record that decides a criterion's trust, and its evidence."""
+
+    path: str | None
+    labels_hash: str | None  # None: a legacy record, written before its labels were recorded
+    n: int | None
+    raters: dict[str, int]
+    created: str | None = None
+
+
+class RecordListing(_Doc):
+    """One calibration record of this judge, and the criteria it decides (none: outranked)."""
+
+    path: str | None
+    labels_hash: str | None
+    raters: dict[str, int]
+    n: dict[str, int | None]
+    created: str | None = None
+    decides: list[str]
+
+
 class CalibrationSummary(_Doc):
-    """The calibration record this run's judge is held to (exactly its rubric, model, decoding)."""
+    """The calibration records this run's judge is held to (exactly its rubric, model, decoding):
+    per criterion the figures of the record that decides it (``decided_by``, by ``rule``); the
+    top-level path, raters and claims are those of the record deciding the most criteria."""
 
     path: str
     primary_rater: str
     raters: dict[str, int]
     criteria: dict[str, CriterionAgreement]
     claims: dict[str, Any]
+    rule: str | None = None  # absent from reports written before records named their evidence
+    decided_by: dict[str, DecidingRecord] = {}
+    records: list[RecordListing] = []
 
 
 class ReportDocument(MetricsDocument):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from groundjudge.report.numbers import number, summary
@@ -117,16 +118,40 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
         out.append("None.")
     calibration = doc.get("calibration")
     if calibration:
-        out += ["", "## Calibration", "", f"Record `{calibration['path']}`: judge against "
-                f"`{calibration['primary_rater']}`, beside human–human agreement.", ""]
-        out += _table(["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa"],
-                      [[name, str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
-                        _num(st["judge_vs_human"]["kappa"]),
-                        f"[{_num(st['judge_vs_human']['ci_low'])}, {_num(st['judge_vs_human']['ci_high'])}]",
-                        "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st["inter_rater"].values()) or "–"]
-                       for name, st in calibration["criteria"].items()])
+        out += calibration_lines(calibration)
     prov = doc["provenance"]
     out += ["", "## Provenance", "",
             f"groundjudge {prov['tool_version']}, commit {prov['git_commit'] or 'unknown'}"
             + (" (dirty)" if prov["git_dirty"] else "") + f", Python {prov['python']}.", ""]
     return "\n".join(out)
+
+
+def _record_cell(ref: dict[str, Any] | None, fallback: str) -> str:
+    if not ref:
+        return f"`{Path(fallback).name}`"
+    labels = f"labels {ref['labels_hash'][:12]}" if ref.get("labels_hash") else "labels unrecorded (legacy record)"
+    raters = ", ".join(f"{name} {count}" for name, count in ref["raters"].items())
+    return f"`{Path(ref['path'] or '').name}` ({labels}, raters {raters})"
+
+
+def calibration_lines(calibration: dict[str, Any]) -> list[str]:
+    """Per criterion, the agreement of the record that decides its trust and that record (file,
+    labels hash, raters; n in its own column), then this judge's records that decide nothing."""
+    rule = calibration.get("rule")
+    out = ["", "## Calibration", "",
+           f"Judge against `{calibration['primary_rater']}`, beside human–human agreement; per criterion, the "
+           f"record that decides trust ({rule or 'the newest record'})."]
+    decided_by = calibration.get("decided_by") or {}
+    out += [""] + _table(
+        ["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "deciding record"],
+        [[name, str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
+          _num(st["judge_vs_human"]["kappa"]),
+          f"[{_num(st['judge_vs_human']['ci_low'])}, {_num(st['judge_vs_human']['ci_high'])}]",
+          "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st["inter_rater"].values()) or "–",
+          _record_cell(decided_by.get(name), calibration["path"])]
+         for name, st in calibration["criteria"].items()])
+    idle = [r for r in calibration.get("records") or [] if not r["decides"]]
+    if idle:
+        out += ["", "Other records of this judge, outranked for every criterion: " + "; ".join(
+            _record_cell(r, "") + " n " + ", ".join(f"{c} {n}" for c, n in r["n"].items()) for r in idle) + "."]
+    return out
