@@ -70,6 +70,17 @@ def _where(config: Config) -> str:
     return str(config.source or "command line")
 
 
+def check_gate_config(config: Config, rubric: Rubric, dataset: Dataset | None = None) -> None:
+    """Refuse gates that could not be evaluated (InputError: unknown metric, uncomputed k,
+    judge gate per tag, ...) before anything runs; with ``dataset``, also regression gates
+    naming a config the traces do not have."""
+    from groundjudge.gate import check_gates
+    from groundjudge.metrics.names import metric_names
+
+    check_gates(config.gates, metric_names(metric_settings(config)), {c.metric_name: c.name for c in rubric.criteria},
+                _where(config), config_ids=dataset.config_ids if dataset is not None else None)
+
+
 def load_inputs(config: Config) -> Dataset:
     from groundjudge.load.adapters import load_any
 
@@ -150,11 +161,16 @@ class RunResult:
 
 
 def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
+    from groundjudge.gate import gate_configs
     from groundjudge.select import SelectSettings, select_cases
 
     j = config.judge
+    gates = config.gates
+    # the budget goes first to the configs whose gates need the judge's evidence
+    gated = [*gate_configs(gates, dataset.config_ids), *(c for g in gates.regression for c in (g.baseline, g.candidate))]
     return select_cases(dataset, metrics, SelectSettings(
-        smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config))
+        smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config,
+        gated_configs=tuple(dict.fromkeys(gated))))
 
 
 def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
@@ -170,6 +186,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     from groundjudge.metrics.evaluate import evaluate_dataset
 
     dataset = dataset if dataset is not None else load_inputs(config)
+    check_gate_config(config, judge.rubric, dataset)
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
     selections = select(config, dataset, metrics)
@@ -221,6 +238,7 @@ def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, data
     from groundjudge.metrics.evaluate import evaluate_dataset
 
     dataset = dataset if dataset is not None else load_inputs(config)
+    check_gate_config(config, judge.rubric, dataset)
     metrics = evaluate_dataset(dataset, metric_settings(config))
     items = [s.item for s in select(config, dataset, metrics) if s.judge and s.item is not None]
     return advance(judge, items, Path(out_dir), config_json=config.model_dump(mode="json"), wait_s=wait_s,

@@ -203,6 +203,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     from groundjudge.progress import JudgeProgress
 
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
+    api.check_gate_config(config, pinned)  # so is a gate that could not be evaluated
     # The inputs live until the process ends: keep the collector from walking their millions of
     # objects again at every full collection (frozen before the collector runs again: its first
     # collection would otherwise walk all of them once), and collect young objects less often
