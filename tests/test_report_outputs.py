@@ -363,3 +363,39 @@ def test_the_report_dict_reads_its_verdicts_through_views_that_equal_the_full_du
         again = json.loads((tmp_path / "again.json").read_text())
         assert again == json.loads(text) and list(again["judge"]) == list(json.loads(text)["judge"])
 
+
+def test_compare_shows_the_judge_beside_the_deterministic_metrics_and_can_fail_on_a_regression(run_dir, tmp_path):
+    """The example run: the candidate answers better (behavior_correct, must_contain: real gains)
+    but slower and longer (latency and completion tokens: real rises, for the worse)."""
+    result = CliRunner().invoke(main, ["compare", str(run_dir / "out"), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output  # without the flag, a comparison only reports
+    data = json.loads((tmp_path / "compare.json").read_text())
+    rows = data["metrics"]
+    for name in ("faithful", "faithfulness", "correct", "citations_supported", "citation_support"):
+        assert rows[name]["kind"] == "judge" and rows[name]["advisory"] and rows[name]["n_paired"] > 0, name
+    assert rows["faithfulness"]["a"] == pytest.approx(0.5) and rows["faithful"]["a"] == 0.0  # score vs verdict
+    assert rows["behavior_correct"]["verdict"] == "real" and not rows["behavior_correct"]["regressed"]
+    assert rows["latency_ms.end_to_end"]["regressed"] and rows["latency_ms.end_to_end"]["delta"] > 0
+    assert data["regressions"] == ["latency_ms.end_to_end", "latency_ms.generation", "latency_ms.rerank",
+                                   "tokens.completion"]
+    assert "| faithful | 0.0000 | 0.0000 | +0.0000 |" in result.output
+    assert "Metrics that regressed for real: `latency_ms.end_to_end`" in result.output
+    failing = CliRunner().invoke(main, ["compare", str(run_dir / "out"), "--fail-on-regression"])
+    assert failing.exit_code == 1 and "real (regression)" in failing.output
+    same = CliRunner().invoke(main, ["compare", str(run_dir / "out"), str(run_dir / "out"), "--config-a", "candidate",
+                                     "--config-b", "candidate", "--fail-on-regression"])
+    assert same.exit_code == 0 and "No metric regressed for real." in same.output
+
+
+def test_an_untrusted_judge_metric_that_regresses_is_advisory_in_compare():
+    from groundjudge.report.compare import compare_configs
+
+    side = {"per_case": {f"q{i}": {"recall@10": 1.0} for i in range(10)}}
+    worse = {f"q{i}": {"faithful": 0.0} for i in range(10)}
+    better = {f"q{i}": {"faithful": 1.0} for i in range(10)}
+    untrusted = compare_configs(side, side, label_a="a", label_b="b", judge_a=better, judge_b=worse,
+                                judge_trusted={"faithful": False})
+    assert untrusted["advisory_regressions"] == ["faithful"] and untrusted["regressions"] == []
+    trusted = compare_configs(side, side, label_a="a", label_b="b", judge_a=better, judge_b=worse,
+                              judge_trusted={"faithful": True})
+    assert trusted["regressions"] == ["faithful"] and trusted["metrics"]["faithful"]["p_value"] < 0.05

@@ -542,9 +542,10 @@ def _load_run_document(path: Path) -> dict[str, Any]:
 
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
             strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Compare two runs (or, with ``b`` None, two configs of one run). Reads the deterministic
-    part of metrics.json / report.json, which schema versions 1 and 2 share."""
-    from groundjudge.report.compare import ChunkerMismatch, compare_configs
+    """Compare two runs (or, with ``b`` None, two configs of one run): the deterministic part of
+    metrics.json / report.json, which every schema version shares, and the judge's per-case
+    values of report.json files (``report.compare``)."""
+    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
 
     doc_a = _load_run_document(a)
     doc_b = _load_run_document(b) if b is not None else doc_a
@@ -563,8 +564,11 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
     label_a = f"{a.name}:{config_a}" if b is not None else config_a
     label_b = f"{b.name}:{config_b}" if b is not None else config_b
+    (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
+    trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
     try:
         return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
-                               strict_chunker_version=strict_chunker_version, seed=seed)
+                               strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
+                               judge_b=judge_b, judge_trusted=trusted)
     except ChunkerMismatch as exc:
         raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None

@@ -468,8 +468,10 @@ def _num(value: float | None) -> str:
 @click.option("--strict-chunker-version", is_flag=True, help="Refuse when chunker versions differ.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation test.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write compare.json and compare.md here.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a metric got worse for real (an untrusted judge's metrics excepted).")
 def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str | None,
-            strict_chunker_version: bool, seed: int, out: Path | None) -> None:
+            strict_chunker_version: bool, seed: int, out: Path | None, fail_on_regression: bool) -> None:
     """Compare two runs (RUN_A RUN_B), or two configs of one run: deltas, significance, win/loss."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import render_compare_markdown
@@ -485,6 +487,8 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
         write_json_atomic(out / "compare.json", result)
         write_text_atomic(out / "compare.md", text)
     click.echo(text)
+    if fail_on_regression and result["regressions"]:
+        sys.exit(1)
 
 
 @main.command()
