@@ -21,10 +21,12 @@ from groundjudge.errors import InputError, JudgeUnavailable
 EXIT_BAD_INPUT = 2
 EXIT_JUDGE_UNREACHABLE = 3
 EXIT_BATCH_PENDING = 4  # run --batch / batch collect: a batch is submitted or still running; run again later
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report a process a SIGINT ended
 
 
 class GroundjudgeGroup(click.Group):
-    """Turns input errors into one clear message and exit code 2, never a traceback."""
+    """Turns input errors into one clear message and exit code 2, never a traceback; Ctrl-C
+    into exit code 130."""
 
     owns_process = False  # True when called as the program (``groundjudge ...``), not by CliRunner
 
@@ -36,6 +38,16 @@ class GroundjudgeGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Not 1 (a failed gate): by here every `with` has unwound, so the judge session is
+            # closed (the embedded server stopped) and nothing half-written is left.
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except click.Abort as exc:
+            if not isinstance(exc.__context__, KeyboardInterrupt):
+                raise  # a question answered "no"
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except JudgeUnavailable as exc:
             click.echo(f"error: judge unavailable: {exc}", err=True)
             ctx.exit(EXIT_JUDGE_UNREACHABLE)
@@ -653,8 +665,6 @@ def serve(config_path: Path | None, port: int | None, threads: int | None, conte
             raise JudgeUnavailable(f"the server exited with code {local.process.returncode if local.process else '?'}")
     except LocalJudgeError as exc:
         raise JudgeUnavailable(str(exc)) from exc
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
 
 
 SCHEMAS = ("golden", "trace", "corpus", "labels", "metrics", "report")
