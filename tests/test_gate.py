@@ -188,7 +188,8 @@ def test_a_regression_gate_fails_on_a_real_drop_beyond_the_allowed_one():
     gate = by_metric(evaluate_gates(run, None, regression(), RULES, []), "recall@10")
     assert (gate.kind, gate.status, gate.blocking, gate.n, gate.baseline) == ("regression", "fail", True, 10, "base")
     assert gate.value == pytest.approx(0.2) and gate.p_value < 0.05
-    assert "a real drop of more than 0.05" in gate.reason and gate.name == "cand vs base: recall@10 drop <= 0.05"
+    assert "(change -0.2000), p = " in gate.reason and "a real drop of 0.2000 > 0.05" in gate.reason
+    assert gate.name == "cand vs base: recall@10 drop <= 0.05"
     assert by_metric(evaluate_gates(run, None, regression(max_drop=0.25), RULES, []), "recall@10").status == "pass"
 
 
@@ -196,7 +197,7 @@ def test_a_regression_gate_passes_a_drop_the_test_cannot_tell_from_noise():
     run = recall_run([1.0, 0.0] * 5, [0.0, 1.0] * 4 + [0.0, 0.0])  # one case in ten worse on balance
     gate = by_metric(evaluate_gates(run, None, regression(), RULES, []), "recall@10")
     assert gate.status == "pass" and gate.value == pytest.approx(0.1) and gate.p_value >= 0.05
-    assert "drop above 0.05 but not shown to be real" in gate.reason
+    assert "a drop of 0.1000 > 0.05, but not shown to be real" in gate.reason
 
 
 def test_a_regression_gate_with_no_paired_case_fails_unless_it_says_skip():

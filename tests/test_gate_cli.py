@@ -155,7 +155,7 @@ def test_a_blocking_gate_with_no_data_fails_the_run(tmp_path: Path, judge_server
 def test_on_missing_skip_reports_a_gate_without_data_and_does_not_block(tmp_path: Path,
                                                                         judge_server: ScriptedOpenAIServer) -> None:
     config = example_config(tmp_path, gates='judge_error_rate = { max = 0.1, on_missing = "skip" }\n',
-                            replace={"max_judge_error_rate = 0.1\n": ""})
+                            replace={"max_judge_error_rate = 0.1": ""})
     result = run(judge_server, config, "--max-cases", "0")
     assert result.exit_code == 0, result.output
     health = gate(json.loads((tmp_path / "out" / "report.json").read_text()), "judge_error_rate")
@@ -202,6 +202,12 @@ def test_a_small_budget_goes_to_the_gated_config_first(tmp_path: Path, judge_ser
               for cfg, section in report["judge"]["per_config"].items()}
     assert judged == {"baseline": 0, "candidate": 6}
     assert gate(report, "judge_error_rate")["n"] == 6 and gate(report, "faithfulness")["n"] == 6
+    # a regression gate on a judge metric needs both configs judged: they take turns
+    both = REGRESSION.format(metric="faithfulness", baseline="baseline", candidate="candidate", max_drop=0.1)
+    assert run(judge_server, example_config(tmp_path, gates=both), "--smoke", "--max-cases", "6").exit_code == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert {cfg: sum(c["status"] == "judged" for c in section["cases"].values())
+            for cfg, section in report["judge"]["per_config"].items()} == {"baseline": 3, "candidate": 3}
 
 
 # --- regression gates ------------------------------------------------------------------------------
@@ -231,7 +237,7 @@ def test_a_regression_gate_fails_a_real_drop_and_reports_like_the_other_gates(
     assert report["gates"]["failed"] == [drop["name"]] == ["baseline vs candidate: behavior_correct drop <= 0.05"]
     judged = next(g for g in report["gates"]["results"] if g["kind"] == "regression" and g["metric"] == "faithfulness")
     assert (judged["status"], judged["blocking"]) == ("advisory", False)  # the example's judge is not trusted
-    assert judged["reason"].startswith("would pass: ") and "drop within 0.0" in judged["reason"]
+    assert judged["reason"].startswith("would pass: ") and "(change +0.0000), p = 1.0000: no drop" in judged["reason"]
     assert f"| {drop['name']} | 0.1569 | 51 | fail |" in (tmp_path / "out" / "report.md").read_text()
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     failing = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]

@@ -160,14 +160,18 @@ class RunResult:
         return self.gates.passed
 
 
-def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
+def select(config: Config, dataset: Dataset, metrics: MetricsRun, rubric: Rubric | None = None) -> list[Selection]:
+    """Which cases go to the judge, the gated configs' first (with ``rubric``, also both configs
+    of a regression gate on one of its judge metrics)."""
     from groundjudge.gate import gate_configs
     from groundjudge.select import SelectSettings, select_cases
 
     j = config.judge
     gates = config.gates
+    judged = {c.metric_name for c in rubric.criteria} if rubric is not None else set()
     # the budget goes first to the configs whose gates need the judge's evidence
-    gated = [*gate_configs(gates, dataset.config_ids), *(c for g in gates.regression for c in (g.baseline, g.candidate))]
+    gated = [*gate_configs(gates, dataset.config_ids),
+             *(c for g in gates.regression if g.metric in judged for c in (g.baseline, g.candidate))]
     return select_cases(dataset, metrics, SelectSettings(
         smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config,
         gated_configs=tuple(dict.fromkeys(gated))))
@@ -189,7 +193,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     check_gate_config(config, judge.rubric, dataset)
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
-    selections = select(config, dataset, metrics)
+    selections = select(config, dataset, metrics, judge.rubric)
     judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
     records = find_records(config.trust.records_dir)
@@ -240,7 +244,7 @@ def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, data
     dataset = dataset if dataset is not None else load_inputs(config)
     check_gate_config(config, judge.rubric, dataset)
     metrics = evaluate_dataset(dataset, metric_settings(config))
-    items = [s.item for s in select(config, dataset, metrics) if s.judge and s.item is not None]
+    items = [s.item for s in select(config, dataset, metrics, judge.rubric) if s.judge and s.item is not None]
     return advance(judge, items, Path(out_dir), config_json=config.model_dump(mode="json"), wait_s=wait_s,
                    sleep=sleep or time.sleep)
 

@@ -2,11 +2,11 @@
 
 Every pair with a trace gets a decision: ``judge`` or ``skip`` with a reason. Pairs to judge are
 ordered by how much a verdict would tell: first the configs the gates cover (their gates need
-the evidence; the others are only reported), and within them, and then within the rest, by
+the evidence; the others are only reported), then the rest. Within a config the order is by
 priority: deterministic failures first, then cases whose answer or context changed against the
-baseline config, then the rest. Pairs of several gated configs with the same priority alternate
-between them, so that each gated config gets its share; within a config the order is that
-priority order, then the golden set's. A budget cuts from the end.
+baseline config, then the rest (golden-set order within a priority). Several gated configs
+take turns, one pair each, so that each gets its share of a budget; the other configs' pairs
+follow by priority. A budget cuts from the end.
 """
 
 from __future__ import annotations
@@ -157,17 +157,20 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
 
 
 def _budget_order(chosen: list[Selection], gated: set[str]) -> list[Selection]:
-    """Gated configs first, then by priority; within a priority the gated configs take turns
-    (see the module doc). Stable: golden-set order within a config and priority."""
-    seen: dict[tuple[int, str], int] = {}
+    """The gated configs' pairs first, the gated configs taking turns, each in its own priority
+    order; then the other configs' pairs by priority (see the module doc). Stable: golden-set
+    order within a config and priority."""
+    def by_priority(pairs: list[Selection]) -> list[Selection]:
+        return sorted(pairs, key=lambda s: s.priority)  # stable
+
+    first = [s for s in chosen if s.config_id in gated]
+    turns: dict[str, int] = {}
     keyed = []
-    for s in chosen:
-        turn = 0
-        if s.config_id in gated:
-            turn = seen[(s.priority, s.config_id)] = seen.get((s.priority, s.config_id), -1) + 1
-        keyed.append(((s.config_id not in gated, s.priority, turn), s))
+    for s in by_priority(first):
+        turns[s.config_id] = turns.get(s.config_id, -1) + 1
+        keyed.append((turns[s.config_id], s))
     keyed.sort(key=lambda pair: pair[0])  # stable: configs keep their order within a turn
-    return [s for _, s in keyed]
+    return [s for _, s in keyed] + by_priority([s for s in chosen if s.config_id not in gated])
 
 
 def skip_counts(selections: Sequence[Selection]) -> dict[str, int]:

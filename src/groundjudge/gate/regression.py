@@ -100,17 +100,19 @@ def regression_gate(spec: RegressionGate, metrics: MetricsRun, judge: JudgeRun |
         if not blocking:
             return GateResult(**common, value=None, n=0, status="advisory", blocking=False, reason=f"{why_none}; {what}")
         return no_data(common, spec.on_missing, why_none)
-    assert change.worsening is not None and change.p_value is not None
+    assert change.worsening is not None and change.p_value is not None and change.delta is not None
     over = change.worsening > spec.max_drop
     failed = over and change.real
     summary = (f"{change.n} paired cases: {spec.baseline} {change.mean_a:.4f} -> {spec.candidate} "
-               f"{change.mean_b:.4f} ({direction} {change.worsening:+.4f}), p = {change.p_value:.4f}")
+               f"{change.mean_b:.4f} (change {change.delta:+.4f}), p = {change.p_value:.4f}")
     if failed:
-        verdict = f"a real {direction} of more than {spec.max_drop}"
+        verdict = f"a real {direction} of {change.worsening:.4f} > {spec.max_drop}"
     elif over:
-        verdict = f"{direction} above {spec.max_drop} but not shown to be real (p >= {ALPHA})"
+        verdict = f"a {direction} of {change.worsening:.4f} > {spec.max_drop}, but not shown to be real (p >= {ALPHA})"
+    elif change.worsening <= 0:
+        verdict = f"no {direction}" + (" (a real improvement)" if change.real and change.worsening < 0 else "")
     else:
-        verdict = f"{direction} within {spec.max_drop}"
+        verdict = f"a {direction} of {change.worsening:.4f} within {spec.max_drop}"
     status = "fail" if failed else "pass"
     if not blocking:
         return GateResult(**common, value=change.worsening, n=change.n, p_value=change.p_value, status="advisory",
