@@ -148,6 +148,7 @@ def test_a_blocking_gate_with_no_data_fails_the_run(tmp_path: Path, judge_server
     assert "no data (n = 0)" in faithfulness["reason"]
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Verdict: **FAIL**" in text and "no_data (fails: blocking)" in text
+    assert 'class="badge fail">no_data (fails: blocking)<' in (tmp_path / "out" / "report.html").read_text()
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert suite.get("failures") == "1"
 
@@ -187,7 +188,8 @@ def test_the_faithfulness_gate_reads_the_verdicts_and_the_report_keeps_the_mean_
     assert summary["labels"]["faithful"] == {"False": summary["metrics"]["faithfulness"]["n"]}
     faithfulness = gate(report, "faithfulness")
     assert faithfulness["value"] == 0.0 and faithfulness["n"] == summary["metrics"]["faithfulness"]["n"]
-    assert "would fail; value: share of judged cases labelled True (faithful)" in faithfulness["reason"]
+    assert faithfulness["reason"].startswith("would fail; untrusted: ")
+    assert faithfulness["reason"].endswith("; value: share of judged cases labelled True (faithful)")
     correctness = gate(report, "correctness")
     assert correctness["value"] == 3.0 and "value: mean grade of judged cases (correct)" in correctness["reason"]
 

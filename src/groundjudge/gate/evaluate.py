@@ -131,9 +131,12 @@ def verdict_words(crit: CriterionInfo, over: str = "judged cases") -> str:
 
 
 def _selective_gate(common: dict[str, Any], cascade: CriterionCascade, threshold: Threshold, rules: TrustRules,
-                    today: str, crit: CriterionInfo) -> GateResult:
+                    today: str, crit: CriterionInfo, keeps_verdicts: bool) -> GateResult:
     c = cascade.counts
     if cascade.items == 0:
+        if not keeps_verdicts:  # a record whose cut-off keeps nothing: the gate could never block
+            return GateResult(**common, value=None, n=0, status="advisory", blocking=False, all_or_nothing=today,
+                              reason="no data (n = 0); selective trust: the judge's record keeps no verdict")
         return no_data({**common, "all_or_nothing": today}, threshold.on_missing,
                        "no judged case has a verdict for this criterion")
     ok = cascade.rate is not None and _check(cascade.rate, threshold)
@@ -168,16 +171,19 @@ def _judge_gate(common: dict[str, Any], cfg: str, metric: str, threshold: Thresh
     if cascade is not None:
         short = "mean" if crit.kind == "ordinal" else "share labelled True"
         today = f"{would} on all {n} verdicts ({short} {_f(value)}), {'blocking' if t.trusted else 'advisory'}: {t.reason}"
-        return _selective_gate(common, cascade, threshold, rules, today, crit)
+        assert selective is not None
+        first = selective.first.get(crit.name)
+        keeps = first is not None and first.cutoff is not None
+        return _selective_gate(common, cascade, threshold, rules, today, crit, keeps)
     why = selective.all_or_nothing.get(crit.name) if selective else None
     note = f"; selective trust does not apply: {why}" if why else ""
     if not t.trusted:
         return GateResult(**common, value=value, n=n, status="advisory", blocking=False,
-                          reason=f"{would}; value: {words}; {t.reason}{note}")
+                          reason=f"{would}; {t.reason}{note}; value: {words}")
     if value is None:
         return no_data(common, threshold.on_missing, f"no judged case has a {crit.name} verdict ({t.reason})")
     return GateResult(**common, value=value, n=n, status="pass" if ok else "fail", blocking=True,
-                      reason=f"value: {words}; {t.reason}{note}")
+                      reason=f"{t.reason}{note}; value: {words}")
 
 
 def _deterministic_gate(common: dict[str, Any], det: ConfigMetrics, tag: str | None, metric: str,
