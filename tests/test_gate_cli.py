@@ -236,6 +236,12 @@ def test_a_regression_gate_fails_a_real_drop_and_reports_like_the_other_gates(
     assert (drop["status"], drop["blocking"], drop["config_id"], drop["baseline"]) == ("fail", True, "baseline",
                                                                                         "candidate")
     assert drop["n"] == 51 and drop["value"] == pytest.approx(0.9608 - 0.8039, abs=1e-3) and drop["p_value"] < 0.05
+    # the test is the one `groundjudge compare` runs: the same pairs, the same p
+    compared = CliRunner().invoke(main, ["compare", str(tmp_path / "out"), "--config-a", "candidate", "--config-b",
+                                         "baseline", "--out", str(tmp_path / "compare")])
+    row = json.loads((tmp_path / "compare" / "compare.json").read_text())["metrics"]["behavior_correct"]
+    assert compared.exit_code == 0 and (row["n_paired"], row["p_value"]) == (drop["n"], drop["p_value"])
+    assert row["regressed"] and row["delta"] == pytest.approx(-drop["value"])
     assert report["gates"]["failed"] == [drop["name"]] == ["baseline vs candidate: behavior_correct drop <= 0.05"]
     judged = next(g for g in report["gates"]["results"] if g["kind"] == "regression" and g["metric"] == "faithfulness")
     assert (judged["status"], judged["blocking"]) == ("advisory", False)  # the example's judge is not trusted
