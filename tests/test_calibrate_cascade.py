@@ -255,3 +255,18 @@ def test_an_escalation_judge_without_a_verdict_or_a_record_is_named_in_the_queue
     assert set(reasons) == {"q6", "q7", "q8"}
     assert reasons["q7"][1].reason.startswith("no calibration record") and reasons["q7"][1].cutoff is None
     assert reasons["q6"][1].reason == "not sent to it" and reasons["q6"][1].label is None
+
+
+def test_a_selective_gate_with_no_judged_item_fails_unless_it_says_skip() -> None:
+    """A record with a cut-off, and no judged item in the config (a budget spent elsewhere):
+    the gate has no evidence. It used to be advisory (coverage undefined), so the run passed."""
+    records = [record()]
+    nothing = run(FIRST, [])
+    trust = decide(nothing, cutoffs_for(FIRST, records))
+    gate = next(r for r in evaluate_gates(metrics(), nothing, GATES, TrustRules(), records, trust).results
+                if r.metric == "faithfulness")
+    assert (gate.status, gate.blocking, gate.n) == ("no_data", True, 0)
+    skip = GatesConfig(metrics={"faithfulness": Threshold(min=0.7, on_missing="skip")})
+    gate = next(r for r in evaluate_gates(metrics(), nothing, skip, TrustRules(), records, trust).results
+                if r.metric == "faithfulness")
+    assert (gate.status, gate.blocking) == ("no_data", False)

@@ -53,6 +53,11 @@ def trace(qid="Q", claim="It is the answer here.", cites=("c1",), retrieved=("c1
     return WfgyTrace.model_validate({"qid": qid, "q": "q", "retrieved_ids": list(retrieved), "answer_json": answer})
 
 
+# an unanswerable question, refused as it should be: every gate then has a denominator
+UNANSWERABLE = gold("U", answerable=False, substr=(), cites=())
+REFUSED = trace("U", claim="not in context", cites=())
+
+
 def test_worked_example_gives_the_page_numbers():
     result = wfgy.report(_parse(DOC_GOLD, WfgyGold), _parse(DOC_TRACE, WfgyTrace))
     assert {key: result[key] for key in DOC_OUTPUT} == DOC_OUTPUT
@@ -94,10 +99,20 @@ def test_nothing_shipped_gives_precision_and_chr_of_one():
     assert result["pass"] is False  # over-refusal fails
 
 
-def test_no_unanswerable_item_gives_under_refusal_zero():
+def gates_by_status(result):
+    return {g["gate"]: g["status"] for g in result["gate_results"]}
+
+
+def test_no_unanswerable_item_gives_under_refusal_zero_and_a_gate_that_does_not_hold():
+    """The scorer's value for an empty denominator is reported as it computes it; its gate has
+    nothing to hold on, so the ship gates do not pass (they used to, on no evidence)."""
     result = wfgy.report([gold("A")], [trace("A")])
     assert result["unanswerable"] == 0 and result["under_refusal"] == 0.0
-    assert result["precision"] == 1.0 and result["pass"] is True
+    assert result["precision"] == 1.0 and result["pass"] is False
+    assert gates_by_status(result) == {"precision": "pass", "chr": "pass", "under": "no_data", "over": "pass"}
+    under = next(g for g in result["gate_results"] if g["gate"] == "under")
+    assert under["n"] == 0 and under["passed"] is False and under["reason"].startswith("no unanswerable question")
+    assert "| under | 0.0000 | <= 0.05 | NOT EVALUATED (no unanswerable question:" in wfgy.render_markdown(result)
 
 
 def test_no_answerable_item_gives_over_refusal_and_recall_zero():
@@ -105,7 +120,8 @@ def test_no_answerable_item_gives_over_refusal_and_recall_zero():
                          [trace("U", claim="not in context", cites=())])
     assert result["answerable"] == 0
     assert result["over_refusal"] == 0.0 and result["recall@k"] == 0.0
-    assert result["pass"] is True
+    assert result["pass"] is False  # nothing shipped, nothing answerable: only `under` was evaluated
+    assert gates_by_status(result) == {"precision": "no_data", "chr": "no_data", "under": "pass", "over": "no_data"}
 
 
 def test_empty_gold_set():
@@ -260,8 +276,8 @@ def test_contradiction_predicate_fails_an_otherwise_matching_echo():
 
 
 def test_scu_counts_only_when_enforced():
-    g = [gold("A", constraints=["locked"]), gold("B", constraints=["locked"])]
-    t = [trace("A", echo=["locked"]), trace("B", echo=["other"])]
+    g = [gold("A", constraints=["locked"]), gold("B", constraints=["locked"]), UNANSWERABLE]
+    t = [trace("A", echo=["locked"]), trace("B", echo=["other"]), REFUSED]
     relaxed = wfgy.report(g, t)
     assert relaxed["precision"] == 1.0 and relaxed["pass"] is True
     assert relaxed["scu"] == {"enforced": False, "checked": 2, "violations": 1, "violation_qids": ["B"],
@@ -294,8 +310,8 @@ def test_gates_accept_both_spellings_of_the_pages():
 
 def test_gate_thresholds_are_inclusive():
     # 4 of 5 shipped answers correct: precision exactly 0.80 passes its gate.
-    g = [gold(f"A{i}") for i in range(5)]
-    t = [trace(f"A{i}") for i in range(4)] + [trace("A4", claim="Something else entirely.")]
+    g = [gold(f"A{i}") for i in range(5)] + [UNANSWERABLE]
+    t = [trace(f"A{i}") for i in range(4)] + [trace("A4", claim="Something else entirely."), REFUSED]
     result = wfgy.report(g, t, gates="chr=0.75")
     assert result["precision"] == 0.8 and result["pass"] is True
     assert wfgy.report(g, t, gates="precision=0.81")["pass"] is False
@@ -308,3 +324,18 @@ def test_render_markdown_shows_verdict_metrics_and_offenders():
     assert "| B | cites ids never retrieved: c9 |" in text
     ok = wfgy.render_markdown(wfgy.report(_parse(DOC_GOLD, WfgyGold), _parse(DOC_TRACE, WfgyTrace)))
     assert "**PASS**" in ok
+
+
+def test_a_trace_file_that_shares_no_question_with_the_gold_is_an_input_error(tmp_path):
+    """From Python, the profile reads its files itself: a trace file of another gold set would
+    score every question as an empty shipped claim. It is refused, with the overlap."""
+    from groundjudge.errors import InputError
+    from groundjudge.profiles import run_profile
+
+    other = tmp_path / "trace.jsonl"
+    other.write_text(DOC_TRACE.replace('"qid":"A000', '"qid":"B000'))
+    with pytest.raises(InputError) as caught:
+        run_profile("wfgy", EXAMPLES / "gold.jsonl", [EXAMPLES / "trace.jsonl", other])
+    (problem,) = caught.value.problems
+    assert problem.file == str(other) and problem.field == "qid"
+    assert problem.problem.startswith("shares no question id with the gold set") and "(0 of its 3 ids" in problem.problem

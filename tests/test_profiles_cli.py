@@ -125,3 +125,58 @@ def test_run_takes_a_profile_and_its_own_gate_fails_the_run(tmp_path, monkeypatc
     assert "profile day39: FAIL" in result.output
     assert (tmp_path / "out" / "profile-day39.json").exists() and (tmp_path / "out" / "report.json").exists()
     assert "## Profile `day39`" in (tmp_path / "out" / "report.md").read_text()
+
+
+# --- "eligible for canary only if all gates hold" ---------------------------------------------------
+
+def _chunking_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The example's questions with no gold offsets, and a shadow run that retrieves and cites
+    every relevant block but carries no ΔS, no block text and no λ state."""
+    gold_lines = [json.loads(line) for line in (EX / "wfgy-chunking" / "gold.jsonl").read_text().splitlines()]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({k: v for k, v in g.items() if k != "gold_offsets"}) + "\n"
+                            for g in gold_lines))
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps({"qid": g["qid"], "query": g["paraphrases"][0],
+                                         "topk": [{"id": r, "score": 0.9} for r in g["relevant"]],
+                                         "answer_citations": [{"id": g["relevant"][0]}]}) + "\n"
+                             for g in gold_lines))
+    return gold, trace
+
+
+def test_wfgy_chunking_is_not_eligible_for_canary_while_a_gate_could_not_be_evaluated(tmp_path):
+    """No gold offsets, no ΔS, no live run: coverage passes and four of the six gates have no
+    data. It used to say "Eligible for canary" and exit 0."""
+    gold, trace = _chunking_files(tmp_path)
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy-chunking", "--golden", str(gold),
+                                       "--traces", str(trace), "--out", str(tmp_path / "out")])
+    own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
+    assert {g["gate"]: g["status"] for g in own["gates"]} == {
+        "coverage": "pass", "citation_accuracy": "skipped", "ΔS_med": "skipped", "ΔS_p90": "skipped",
+        "recall@5_drop_points": "skipped", "λ_convergent": "skipped"}
+    assert own["pass"] is False and result.exit_code == 1
+    assert "**NOT eligible for canary**" in result.output and "Eligible for canary" not in result.output
+    assert "5 of 6 gates could not be evaluated" in result.output
+
+
+def test_a_live_file_that_shares_no_question_with_the_gold_is_an_input_error(tmp_path):
+    """A live run in another id scheme would score a live Recall@5 of 0, and the shadow index
+    would pass the drop gate against it. It is no evidence about this gold set: exit 2."""
+    gold, trace = _chunking_files(tmp_path)
+    live = tmp_path / "live.jsonl"
+    live.write_text("".join(json.dumps({"qid": f"live-{i}", "query": "q", "topk": [{"id": "S.1.p.B1"}]}) + "\n"
+                            for i in range(3)))
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy-chunking", "--golden", str(gold),
+                                       "--traces", str(trace), "--live", str(live), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output == (f"error: bad input\n  {live}: qid: shares no question id with the gold set {gold} (0 "
+                             f"of its 3 ids are among the gold's 7): is it a file of another format, or of another "
+                             f"gold set?\n")
+    assert not (tmp_path / "out").exists()
+    # one shared question is evidence (the rest are listed as unknown): the gate is evaluated
+    live.write_text(live.read_text() + trace.read_text().splitlines(keepends=True)[0])
+    again = CliRunner().invoke(main, ["metrics", "--profile", "wfgy-chunking", "--golden", str(gold),
+                                      "--traces", str(trace), "--live", str(live), "--out", str(tmp_path / "out")])
+    own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
+    assert again.exit_code == 1 and own["recall@5_vs_live"]["passed"] is True
+    assert next(g for g in own["gates"] if g["gate"] == "recall@5_drop_points")["status"] == "pass"

@@ -242,3 +242,109 @@ def test_the_program_leaves_at_once_with_everything_written(tmp_path: Path) -> N
         "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "again"),
         "--no-history", "--quiet", "--keep-errors"], env={"GROUNDJUDGE_BASE_URL": None, "GROUNDJUDGE_MODEL": None})
     assert again.exit_code == proc.returncode and (tmp_path / "again" / "report.json").exists(), again.output
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------
+
+def test_ctrl_c_ends_a_run_with_130_and_the_next_run_resumes(tmp_path: Path) -> None:
+    """SIGINT while the run waits on a slow judge: exit code 130 (1 would read as a failed
+    gate), one line, no traceback, nothing half-written; the judge session closed cleanly, so
+    the replies stored before the interrupt serve the next run."""
+    cases, answered_before = 6, 2
+    with ScriptedOpenAIServer(verdict_for_request, delay_s=0.5) as srv:
+        command = groundjudge_run(srv.base_url, srv.model, tmp_path, "--concurrency", "1", "--max-cases", str(cases),
+                                  "--no-history")
+        proc = subprocess.Popen(command, cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            wait_for(lambda: srv.call_count > answered_before or proc.poll() is not None)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        answered = [r for r in srv.requests if r.responded_at is not None]
+        assert proc.returncode == 130, stderr
+        assert stderr.rstrip().endswith("interrupted") and "Traceback" not in stderr and "Aborted" not in stderr
+        assert not (tmp_path / "out" / "report.json").exists()
+
+        srv.reset()
+        srv.delay_s = 0.0
+        again = subprocess.run(command, cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
+        asked_again = {question_in_request(r.body) for r in srv.requests}
+    assert again.returncode == 0, again.stderr
+    assert len(answered) >= answered_before and not asked_again & {question_in_request(r.body) for r in answered}
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["judge"]["totals"]["cache_hits"] == len(answered)
+
+
+FAKE_EMBEDDED_SERVER = '''
+import sys, time
+from pathlib import Path
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+port, model, asked = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+
+def script(body, index):
+    asked.write_text("asked")
+    return Reply("{}", delay_s=120)  # the judge is slow: the run waits on it
+
+with ScriptedOpenAIServer(script, model=model, port=port) as srv:
+    while srv.running:
+        time.sleep(0.1)
+'''
+
+EMBEDDED_DRIVER = '''
+import sys, types
+from pathlib import Path
+import groundjudge.judge.local as local
+
+marker, fake_server, asked = sys.argv[1], sys.argv[2], sys.argv[3]
+# the embedded judge's server and model, stood in for by a slow scripted server
+sys.modules["llama_cpp"] = types.ModuleType("llama_cpp")
+sys.modules["llama_cpp.server"] = types.ModuleType("llama_cpp.server")
+local.assemble_model = lambda models_dir, log=None: Path(models_dir) / "model.gguf"
+local.LocalJudge.command = lambda self, model_path: [sys.executable, fake_server, str(self.port), self.model_id, asked]
+stop = local.LocalJudge.stop
+
+def recorded_stop(self):
+    stop(self)
+    if self.process is not None:
+        Path(marker).write_text(f"{self.process.pid} {self.process.returncode}")
+
+local.LocalJudge.stop = recorded_stop
+from groundjudge.cli import main
+main(sys.argv[4:])
+'''
+
+
+def test_ctrl_c_stops_the_embedded_judge_before_exiting_130(tmp_path: Path) -> None:
+    """No judge base URL: the run starts the embedded judge (here a slow scripted server in its
+    place) and is interrupted while it waits on it. The session stops the server on the way
+    out, and the exit code is 130."""
+    (tmp_path / "models").mkdir()
+    fake = tmp_path / "fake_server.py"
+    fake.write_text(FAKE_EMBEDDED_SERVER)
+    driver = tmp_path / "driver.py"
+    driver.write_text(EMBEDDED_DRIVER)
+    marker, asked = tmp_path / "stopped", tmp_path / "asked"
+    env = {**cli_env(), "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+           "GROUNDJUDGE_MODELS_DIR": str(tmp_path / "models")}
+    command = [sys.executable, str(driver), str(marker), str(fake), str(asked), "run", "--config", str(EXAMPLE),
+               "--rubric", "grounded_answer", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+               "--max-cases", "2", "--no-history", "--quiet"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: asked.exists() or proc.poll() is not None)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    pid, code = marker.read_text().split()
+    assert code != "None"  # the session stopped the server: it had exited when stop() returned
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+    assert not (tmp_path / "out" / "report.json").exists()

@@ -215,3 +215,23 @@ def test_items_naming_the_same_chunk_share_its_text_pair():
             assert by_id.setdefault(pair[0], pair) == pair
     assert all(pair is by_id[pair[0]] for item in items for pair in item.contexts)
     assert len(by_id) < sum(len(item.contexts) for item in items)
+
+
+def test_the_gated_configs_come_first_taking_turns_each_in_its_priority_order(tmp_path: Path) -> None:
+    cases = [case(f"c{i}", **GOOD) for i in range(4)] + [case("bad", **{**GOOD, "must_contain": ["22 days"]})]
+    traces = [trace(f"c{i}") for i in range(4)] + [trace("bad")]
+    traces += [trace("c0", "cand"), trace("c1", "cand", answer="You get 15 days, really [leave#1]."),
+               trace("c2", "cand", context_chunks=["leave#2", "leave#1"]), trace("c3", "cand"), trace("bad", "cand")]
+    dataset, metrics = build(tmp_path, cases, traces)
+
+    def order(**settings):
+        return [(s.config_id, s.case_id) for s in select_cases(dataset, metrics, SelectSettings(**settings)) if s.judge]
+
+    assert order(gated_configs=("cand",)) == [
+        ("cand", "bad"), ("cand", "c1"), ("cand", "c2"), ("cand", "c0"), ("cand", "c3"),
+        ("base", "bad"), ("base", "c0"), ("base", "c1"), ("base", "c2"), ("base", "c3")]
+    # one pair of each config per turn (the more informative first within a turn)
+    assert order(gated_configs=("base", "cand"))[:6] == [
+        ("base", "bad"), ("cand", "bad"), ("cand", "c1"), ("base", "c0"), ("cand", "c2"), ("base", "c1")]
+    budget = select_cases(dataset, metrics, SelectSettings(gated_configs=("cand",), max_cases=3))
+    assert [(s.config_id, s.case_id) for s in budget if s.judge] == [("cand", "bad"), ("cand", "c1"), ("cand", "c2")]

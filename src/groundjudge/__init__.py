@@ -21,6 +21,7 @@ _EXPORTS = {
     "resolve_config": "groundjudge.api",
     "load_inputs": "groundjudge.api",
     "rubric_for": "groundjudge.api",
+    "check_gate_config": "groundjudge.api",
     "open_judge": "groundjudge.api",
     "open_escalation": "groundjudge.api",
     "batch_step": "groundjudge.api",

@@ -71,6 +71,17 @@ def _where(config: Config) -> str:
     return str(config.source or "command line")
 
 
+def check_gate_config(config: Config, rubric: Rubric, dataset: Dataset | None = None) -> None:
+    """Refuse gates that could not be evaluated (InputError: unknown metric, uncomputed k,
+    judge gate per tag, ...) before anything runs; with ``dataset``, also regression gates
+    naming a config the traces do not have."""
+    from groundjudge.gate import check_gates
+    from groundjudge.metrics.names import metric_names
+
+    check_gates(config.gates, metric_names(metric_settings(config)), {c.metric_name: c.name for c in rubric.criteria},
+                _where(config), config_ids=dataset.config_ids if dataset is not None else None)
+
+
 def load_inputs(config: Config) -> Dataset:
     from groundjudge.load.adapters import load_any
 
@@ -155,12 +166,21 @@ class RunResult:
         return self.judge.totals.stopped or (self.escalation.totals.stopped if self.escalation is not None else None)
 
 
-def select(config: Config, dataset: Dataset, metrics: MetricsRun) -> list[Selection]:
+def select(config: Config, dataset: Dataset, metrics: MetricsRun, rubric: Rubric | None = None) -> list[Selection]:
+    """Which cases go to the judge, the gated configs' first (with ``rubric``, also both configs
+    of a regression gate on one of its judge metrics)."""
+    from groundjudge.gate import gate_configs
     from groundjudge.select import SelectSettings, select_cases
 
     j = config.judge
+    gates = config.gates
+    judged = {c.metric_name for c in rubric.criteria} if rubric is not None else set()
+    # the budget goes first to the configs whose gates need the judge's evidence
+    gated = [*gate_configs(gates, dataset.config_ids),
+             *(c for g in gates.regression if g.metric in judged for c in (g.baseline, g.candidate))]
     return select_cases(dataset, metrics, SelectSettings(
-        smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config))
+        smoke=j.smoke, smoke_per_tag=j.smoke_per_tag, max_cases=j.max_cases, baseline_config=j.baseline_config,
+        gated_configs=tuple(dict.fromkeys(gated))))
 
 
 def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, dataset: Dataset | None = None,
@@ -176,9 +196,10 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     from groundjudge.metrics.evaluate import evaluate_dataset
 
     dataset = dataset if dataset is not None else load_inputs(config)
+    check_gate_config(config, judge.rubric, dataset)
     settings = metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)
-    selections = select(config, dataset, metrics)
+    selections = select(config, dataset, metrics, judge.rubric)
     records = find_records(config.trust.records_dir)  # before any call: an unreadable record is bad input
     judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
@@ -229,8 +250,9 @@ def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, data
     from groundjudge.metrics.evaluate import evaluate_dataset
 
     dataset = dataset if dataset is not None else load_inputs(config)
+    check_gate_config(config, judge.rubric, dataset)
     metrics = evaluate_dataset(dataset, metric_settings(config))
-    items = [s.item for s in select(config, dataset, metrics) if s.judge and s.item is not None]
+    items = [s.item for s in select(config, dataset, metrics, judge.rubric) if s.judge and s.item is not None]
     return advance(judge, items, Path(out_dir), config_json=config.model_dump(mode="json"), wait_s=wait_s,
                    sleep=sleep or time.sleep)
 
@@ -602,9 +624,10 @@ def _load_run_document(path: Path) -> dict[str, Any]:
 
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
             strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Compare two runs (or, with ``b`` None, two configs of one run). Reads the deterministic
-    part of metrics.json / report.json, which schema versions 1 and 2 share."""
-    from groundjudge.report.compare import ChunkerMismatch, compare_configs
+    """Compare two runs (or, with ``b`` None, two configs of one run): the deterministic part of
+    metrics.json / report.json, which every schema version shares, and the judge's per-case
+    values of report.json files (``report.compare``)."""
+    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
 
     doc_a = _load_run_document(a)
     doc_b = _load_run_document(b) if b is not None else doc_a
@@ -623,8 +646,11 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
     label_a = f"{a.name}:{config_a}" if b is not None else config_a
     label_b = f"{b.name}:{config_b}" if b is not None else config_b
+    (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
+    trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
     try:
         return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
-                               strict_chunker_version=strict_chunker_version, seed=seed)
+                               strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
+                               judge_b=judge_b, judge_trusted=trusted)
     except ChunkerMismatch as exc:
         raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None

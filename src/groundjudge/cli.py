@@ -22,10 +22,12 @@ from groundjudge.errors import InputError, JudgeUnavailable, StorageError
 EXIT_BAD_INPUT = 2
 EXIT_JUDGE_UNREACHABLE = 3
 EXIT_BATCH_PENDING = 4  # run --batch / batch collect: a batch is submitted or still running; run again later
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report a process a SIGINT ended
 
 
 class GroundjudgeGroup(click.Group):
-    """Turns input errors into one clear message and exit code 2, never a traceback."""
+    """Turns input errors into one clear message and exit code 2, never a traceback; Ctrl-C
+    into exit code 130."""
 
     owns_process = False  # True when called as the program (``groundjudge ...``), not by CliRunner
 
@@ -37,6 +39,16 @@ class GroundjudgeGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Not 1 (a failed gate): by here every `with` has unwound, so the judge session is
+            # closed (the embedded server stopped) and nothing half-written is left.
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except click.Abort as exc:
+            if not isinstance(exc.__context__, KeyboardInterrupt):
+                raise  # a question answered "no"
+            click.echo("interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except JudgeUnavailable as exc:
             click.echo(f"error: judge unavailable: {exc}", err=True)
             ctx.exit(EXIT_JUDGE_UNREACHABLE)
@@ -207,6 +219,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     from groundjudge.progress import JudgeProgress
 
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
+    api.check_gate_config(config, pinned)  # so is a gate that could not be evaluated
     # The inputs live until the process ends: keep the collector from walking their millions of
     # objects again at every full collection (frozen before the collector runs again: its first
     # collection would otherwise walk all of them once), and collect young objects less often
@@ -492,8 +505,10 @@ def _num(value: float | None) -> str:
 @click.option("--strict-chunker-version", is_flag=True, help="Refuse when chunker versions differ.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation test.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write compare.json and compare.md here.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a metric got worse for real (an untrusted judge's metrics excepted).")
 def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str | None,
-            strict_chunker_version: bool, seed: int, out: Path | None) -> None:
+            strict_chunker_version: bool, seed: int, out: Path | None, fail_on_regression: bool) -> None:
     """Compare two runs (RUN_A RUN_B), or two configs of one run: deltas, significance, win/loss."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import render_compare_markdown
@@ -509,6 +524,8 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
         write_json_atomic(out / "compare.json", result)
         write_text_atomic(out / "compare.md", text)
     click.echo(text)
+    if fail_on_regression and result["regressions"]:
+        sys.exit(1)
 
 
 @main.command()
@@ -688,8 +705,6 @@ def serve(config_path: Path | None, port: int | None, threads: int | None, conte
             raise JudgeUnavailable(f"the server exited with code {local.process.returncode if local.process else '?'}")
     except LocalJudgeError as exc:
         raise JudgeUnavailable(str(exc)) from exc
-    except KeyboardInterrupt:
-        click.echo("stopped", err=True)
 
 
 SCHEMAS = ("golden", "trace", "corpus", "labels", "metrics", "report")

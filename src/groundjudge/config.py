@@ -5,12 +5,14 @@ Relative paths in a config file resolve against the file's folder.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from groundjudge.errors import InputError, InputProblem
 
@@ -43,6 +45,15 @@ class InputsConfig(_Section):
 
 class MetricsConfig(_Section):
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+
+    @field_validator("ks")
+    @classmethod
+    def _ranks(cls, value: list[int]) -> list[int]:
+        bad = [k for k in value if k < 1]
+        if bad:
+            # k is a rank cut-off (the first k retrieved chunks): 0 or less selects nothing
+            raise ValueError(f"every k is a rank cut-off and must be at least 1; got {bad[0]} in {value}")
+        return value
     offset_window_bytes: int = Field(default=30, ge=0)
     stability_k: int = Field(default=5, ge=1)
     refusal_token: str | None = None
@@ -102,9 +113,55 @@ class LocalJudgeConfig(_Section):
     startup_timeout_s: float = Field(default=180.0, gt=0)
 
 
+OnMissing = Literal["fail", "skip"]
+
+
 class Threshold(_Section):
+    """One gate's bound(s). ``on_missing``: what a gate whose metric has no data does: ``fail``
+    (the default: a gate that could not be evaluated never passes) or ``skip`` (reported, not
+    blocking)."""
+
     min: float | None = None
     max: float | None = None
+    on_missing: OnMissing = "fail"
+
+    @model_validator(mode="after")
+    def _a_finite_bound(self) -> Threshold:
+        if self.min is None and self.max is None:
+            raise ValueError("a gate needs a bound: min, max or both (for example { min = 0.9 })")
+        for name, bound in (("min", self.min), ("max", self.max)):
+            if bound is not None and not math.isfinite(bound):
+                raise ValueError(f"{name} = {bound} is not a finite number: no value can be compared with it")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}: no value can pass")
+        return self
+
+
+class RegressionGate(_Section):
+    """A regression gate: ``metric`` of ``candidate`` against ``baseline`` (two configs of the
+    run), over the cases both scored. It fails when the mean worsens by more than ``max_drop``
+    (in the metric's own units, in its bad direction) and the paired sign-flip test says the
+    change is real."""
+
+    metric: str
+    baseline: str
+    candidate: str
+    max_drop: float
+    on_missing: OnMissing = "fail"
+
+    @field_validator("max_drop")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"max_drop = {value} is not a finite number >= 0 (the largest drop allowed, "
+                             f"in the metric's own units)")
+        return value
+
+    @model_validator(mode="after")
+    def _two_configs(self) -> RegressionGate:
+        if self.baseline == self.candidate:
+            raise ValueError(f"baseline and candidate are the same config ({self.baseline!r})")
+        return self
 
 
 class GatesConfig(_Section):
@@ -113,7 +170,9 @@ class GatesConfig(_Section):
     configs: list[str] = Field(default_factory=list)  # which configs must pass; default: the last
     metrics: dict[str, Threshold] = Field(default_factory=dict)
     tags: dict[str, dict[str, Threshold]] = Field(default_factory=dict)
-    max_judge_error_rate: float = Field(default=0.1, ge=0, le=1)
+    regression: list[RegressionGate] = Field(default_factory=list)
+    # the judge_error-rate gate's bound (unset: 0.1); or gate judge_error_rate in [gates.metrics]
+    max_judge_error_rate: float | None = Field(default=None, ge=0, le=1)
     acl_leaks_block: bool = True
 
 
@@ -199,12 +258,32 @@ def load_config(path: str | Path | None) -> Config:
         config = Config.model_validate(raw)
     except ValidationError as exc:
         problems = [
-            InputProblem(str(path), None, ".".join(str(p) for p in err["loc"]),
-                         "unknown setting" if err["type"] == "extra_forbidden" else err["msg"])
+            InputProblem(str(path), None, dotted_key(err["loc"]),
+                         "unknown setting" if err["type"] == "extra_forbidden" else _message(err["msg"]))
             for err in exc.errors(include_url=False)
         ]
         raise InputError(problems) from None
     return config.model_copy(update={"source": path})
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def dotted_key(loc: Any) -> str:
+    """A setting's place as a TOML dotted key: ``gates.metrics."recal@10".min``; list items by
+    index (``gates.regression[0].metric``)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + (str(part) if _BARE_KEY.match(str(part)) else f'"{part}"')
+    return out
+
+
+def _message(text: str) -> str:
+    # pydantic prefixes the messages of our own validators; the user needs only ours
+    return text.removeprefix("Value error, ")
 
 
 def apply_environment(config: Config, environ: dict[str, str] | None = None) -> Config:

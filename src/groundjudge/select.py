@@ -1,8 +1,12 @@
 """Select stage (SPEC 5.1): which (case, config) pairs go to the judge, and why the others do not.
 
 Every pair with a trace gets a decision: ``judge`` or ``skip`` with a reason. Pairs to judge are
-ordered by how much a verdict would tell: deterministic failures first, then cases whose answer
-or context changed against the baseline config, then the rest; a budget cuts from the end.
+ordered by how much a verdict would tell: first the configs the gates cover (their gates need
+the evidence; the others are only reported), then the rest. Within a config the order is by
+priority: deterministic failures first, then cases whose answer or context changed against the
+baseline config, then the rest (golden-set order within a priority). Several gated configs
+take turns, one pair each, so that each gets its share of a budget; the other configs' pairs
+follow by priority. A budget cuts from the end.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class SelectSettings:
     seed: int = 0
     max_cases: int | None = None
     baseline_config: str | None = None  # default: the first config
+    gated_configs: tuple[str, ...] = ()  # judged first: the configs whose gates need the verdicts
 
 
 def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]] | None = None,
@@ -142,13 +147,30 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
             else:
                 priority, why = 2, None
             chosen.append(Selection(case_id, config_id, True, why, priority, item))
-    chosen.sort(key=lambda s: s.priority)  # stable: keeps golden-set order within a priority
+    chosen = _budget_order(chosen, set(settings.gated_configs))
     if settings.max_cases is not None and len(chosen) > settings.max_cases:
         over = chosen[settings.max_cases:]
         chosen = chosen[: settings.max_cases]
         skipped += [Selection(s.case_id, s.config_id, False, f"budget: max_cases {settings.max_cases}", s.priority, None)
                     for s in over]
     return chosen + skipped
+
+
+def _budget_order(chosen: list[Selection], gated: set[str]) -> list[Selection]:
+    """The gated configs' pairs first, the gated configs taking turns, each in its own priority
+    order; then the other configs' pairs by priority (see the module doc). Stable: golden-set
+    order within a config and priority."""
+    def by_priority(pairs: list[Selection]) -> list[Selection]:
+        return sorted(pairs, key=lambda s: s.priority)  # stable
+
+    first = [s for s in chosen if s.config_id in gated]
+    turns: dict[str, int] = {}
+    keyed = []
+    for s in by_priority(first):
+        turns[s.config_id] = turns.get(s.config_id, -1) + 1
+        keyed.append((turns[s.config_id], s))
+    keyed.sort(key=lambda pair: pair[0])  # stable: configs keep their order within a turn
+    return [s for _, s in keyed] + by_priority([s for s in chosen if s.config_id not in gated])
 
 
 def skip_counts(selections: Sequence[Selection]) -> dict[str, int]:

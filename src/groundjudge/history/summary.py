@@ -98,10 +98,10 @@ def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir
         if judged is not None:
             aggregate.update(judged.summary.metrics)
             aggregate["judge_error_rate"] = judged.summary.judge_error_rate
-        mine = [r for r in doc.gates.results if r.config_id == cfg and r.blocking]
+        mine = [r for r in doc.gates.results if r.config_id == cfg]
         configs[cfg] = ConfigSummary(
             aggregate=aggregate, judge_status=dict(judged.summary.status_counts) if judged else {},
-            gates_passed=(all(r.status != "fail" for r in mine) if cfg in gated else None))
+            gates_passed=(not any(r.failed for r in mine) if cfg in gated else None))
     ident = doc.judge.identity
     when = started_at or datetime.now(timezone.utc)
     return RunSummary(

@@ -4,7 +4,7 @@ A run is compared with the previous *comparable* run: the same golden set (file 
 the metrics the judge feeds, also the same rubric hash and judge model. When the run just
 before differs in any of these, the point is marked a break with the reason; it is compared
 only with an older run that matches (none: not compared). Each comparison is the paired
-sign-flip test of ``report.compare`` over the cases both runs scored: cases whose values are
+sign-flip test of ``metrics.change`` over the cases both runs scored: cases whose values are
 equal add nothing to the statistic, so they are dropped first; with up to ``EXACT_MAX`` differing
 cases the resampled test runs as in ``groundjudge compare`` (10,000 sign flips, seeded), above
 that its normal approximation (z = |sum d| / sqrt(sum d^2)), which at that size is accurate and
@@ -20,30 +20,7 @@ from typing import Any
 
 from groundjudge.history.store import HistoryStore, StoredRun
 from groundjudge.history.summary import Packed, RunSummary, unpack_column, unpack_ids
-from groundjudge.report.compare import ALPHA, paired_permutation_p
-
-EXACT_MAX = 100
-REPS = 10000
-# metrics where a rise is the bad direction (by name or name prefix)
-LOWER_IS_BETTER = ("under_refusal", "over_refusal", "acl_leak", "empty_result", "latency_ms", "cost_usd",
-                   "judge_error_rate")
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.split("@")[0].startswith(LOWER_IS_BETTER)
-
-
-def sign_flip_p(diffs: Sequence[float], *, seed: int = 0) -> float | None:
-    """Two-sided p of the mean paired difference under random sign flips (see module doc)."""
-    moved = [d for d in diffs if d != 0]
-    if not diffs:
-        return None
-    if not moved:
-        return 1.0
-    if len(moved) <= EXACT_MAX:
-        return paired_permutation_p(moved, reps=REPS, seed=seed)
-    z = abs(math.fsum(moved)) / math.sqrt(math.fsum(d * d for d in moved))
-    return math.erfc(z / math.sqrt(2))
+from groundjudge.metrics.change import ALPHA, lower_is_better, sign_flip_p
 
 
 @dataclass(frozen=True)

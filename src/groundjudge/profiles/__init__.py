@@ -14,6 +14,7 @@ from groundjudge.load.adapters import wfgy_chunking as chunking_format
 from groundjudge.profiles.registry import (
     Profile,
     ProfileResult,
+    evidence_overlap,
     profile_names,
     register_profile,
     run_profile,
@@ -35,8 +36,12 @@ __all__ = [
 # TODO(issue 10): move into the wfgy-chunking profile module as its PROFILE once that module is split.
 def _chunking_from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
     gold = [g for _, g in chunking_format.read_gold(golden)]
-    shadow = [t for path in traces for _, t in chunking_format.read_traces(path)]
-    live_runs = [t for path in live for _, t in chunking_format.read_traces(path)] or None
+    qids = [g.qid for g in gold]
+    runs = {path: [t for _, t in chunking_format.read_traces(path)] for path in (*traces, *live)}
+    for path, mine in runs.items():  # every file is evidence about this gold set, or an input error
+        evidence_overlap(path, [t.qid for t in mine], golden, qids)
+    shadow = [t for path in traces for t in runs[path]]
+    live_runs = [t for path in live for t in runs[path]] or None
     report = wfgy_chunking.report(gold, shadow, live_traces=live_runs)
     return ProfileResult(chunking_format.FORMAT_NAME, report, wfgy_chunking.render_markdown(report),
                          bool(report["pass"]))

@@ -7,7 +7,7 @@ the two registries cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from groundjudge.errors import InputError
 __all__ = [
     "Profile",
     "ProfileResult",
+    "evidence_overlap",
     "profile_names",
     "register_profile",
     "run_profile",
@@ -44,6 +45,21 @@ class Profile:
 
 
 _PROFILES: dict[str, Profile] = {}
+
+
+def evidence_overlap(path: Path, ids: Sequence[str], gold: Path, gold_ids: Collection[str]) -> int:
+    """How many of the question ids in the evidence file ``path`` are in the gold set; raises
+    :class:`InputError` when none is. A file that shares no id with the gold set is no evidence
+    about it (another format, another gold set, a mismatched export): scored as it is, every
+    question would look unanswered, and a gate comparing two runs would compare nothing."""
+    known = set(gold_ids)
+    mine = set(ids)
+    shared = len(mine & known)
+    if not shared:
+        raise InputError.one(path, None, "qid", f"shares no question id with the gold set {gold} (0 of its "
+                                                f"{len(mine)} ids are among the gold's {len(known)}): is it a file "
+                                                f"of another format, or of another gold set?")
+    return shared
 
 
 def register_profile(profile: Profile) -> Profile:

@@ -19,7 +19,9 @@ the last trace of each qid:
 
 Empty denominators follow WFGY's reference scorer: precision and CHR are 1.0 with nothing
 shipped, under- and over-refusal are 0.0 with no unanswerable / answerable item, recall@k is
-0.0 with no answerable item. The WFGY pages say nothing about SCU's empty denominator, so
+0.0 with no answerable item. Those values are reported as the scorer computes them, but a
+ship gate over an empty denominator is not evaluated and does not hold (SPEC 7): nothing
+shipped is not a precision of 1.0 that passes. The WFGY pages say nothing about SCU's empty denominator, so
 ``constraint_integrity`` is ``None`` (null) when no shipped answer had constraints to check.
 
 Where WFGY's page and its reference scorer disagree, this module follows:
@@ -51,7 +53,7 @@ from groundjudge.load.adapters.wfgy import (
     read_gold,
     read_traces,
 )
-from groundjudge.profiles.registry import Profile, ProfileResult
+from groundjudge.profiles.registry import Profile, ProfileResult, evidence_overlap
 
 __all__ = [
     "DEFAULT_GATES",
@@ -278,7 +280,9 @@ def report(
     the unrounded values, as the scorer does. groundjudge adds: ``scu`` (SCU checks on shipped
     answers whose gold item locks constraints; they count in ``precision`` and gate ``pass``
     only when ``scu_enforced``, WFGY's ``--scu_enforced``), ``gate_results`` (each gate's value,
-    threshold and verdict), ``missing_trace``, ``unknown_trace`` (trace qids not in the gold
+    threshold, denominator ``n`` and verdict; a gate whose denominator is empty is ``no_data``
+    and does not hold, so ``pass`` is false: the scorer's 1.0 or 0.0 there is its convention,
+    not evidence), ``missing_trace``, ``unknown_trace`` (trace qids not in the gold
     set, ignored as the scorer ignores them), ``superseded_traces`` (earlier lines replaced by a
     later line of the same qid), ``refusal_token`` and ``offenders`` (the first ten failing
     items with their retrieved ids and citations, for triage).
@@ -301,13 +305,14 @@ def report(
     integrity = (len(scu_checked) - len(violations)) / len(scu_checked) if scu_checked else None
 
     results = [
-        _gate("precision", precision, thresholds["precision"], ">="),
-        _gate("chr", chr_rate, thresholds["chr"], ">="),
-        _gate("under", under, thresholds["under"], "<="),
-        _gate("over", over, thresholds["over"], "<="),
+        _gate("precision", precision, thresholds["precision"], ">=", n_s, "no shipped answer"),
+        _gate("chr", chr_rate, thresholds["chr"], ">=", n_s, "no shipped answer"),
+        _gate("under", under, thresholds["under"], "<=", n_u, "no unanswerable question"),
+        _gate("over", over, thresholds["over"], "<=", n_a, "no answerable question"),
     ]
     if scu_enforced:
-        results.append(_gate("scu_violations", len(violations), thresholds["scu_violations"], "<="))
+        results.append(_gate("scu_violations", len(violations), thresholds["scu_violations"], "<=",
+                             len(scu_checked), "no shipped answer had constraints to check"))
 
     gold_ids = {g.qid for g in gold}
     trace_ids = [t.qid for t in traces]
@@ -345,10 +350,16 @@ def report(
     }
 
 
-def _gate(name: str, value: float, threshold: str, op: str) -> dict:
+def _gate(name: str, value: float, threshold: str, op: str, n: int, empty: str) -> dict:
+    """One ship gate over ``n`` items. With none (an empty denominator) the scorer's value is its
+    convention (1.0 or 0.0), not evidence: the gate is not evaluated, so it does not hold."""
+    gate = {"gate": name, "value": round(value, 4), "op": op, "threshold": threshold, "n": n}
+    if not n:
+        return {**gate, "passed": False, "status": "no_data",
+                "reason": f"{empty}: the value is the scorer's convention for an empty denominator, not evidence"}
     limit = float(threshold)
     passed = value >= limit if op == ">=" else value <= limit
-    return {"gate": name, "value": round(value, 4), "op": op, "threshold": threshold, "passed": passed}
+    return {**gate, "passed": passed, "status": "pass" if passed else "fail", "reason": None}
 
 
 def _fmt(value: float | int | None) -> str:
@@ -387,8 +398,10 @@ def render_markdown(result: dict) -> str:
         "|---|---|---|---|",
     ]
     for gate in result["gate_results"]:
-        lines.append(f"| {gate['gate']} | {_fmt(gate['value'])} | {gate['op']} {gate['threshold']} | "
-                     f"{'pass' if gate['passed'] else 'FAIL'} |")
+        verdict = "pass" if gate["passed"] else "FAIL"
+        if gate.get("status") == "no_data":
+            verdict = f"NOT EVALUATED ({gate['reason']})"
+        lines.append(f"| {gate['gate']} | {_fmt(gate['value'])} | {gate['op']} {gate['threshold']} | {verdict} |")
     notes = []
     if result["missing_trace"]:
         notes.append(f"- No trace (scored as an empty shipped claim): {', '.join(result['missing_trace'])}")
@@ -411,8 +424,10 @@ def render_markdown(result: dict) -> str:
 def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
     """WFGY's report from its gold file and trace files (all traces read as one stream, in order)."""
     gold = [g for _, g in read_gold(golden)]
-    runs = [t for path in traces for _, t in read_traces(path)]
-    result = report(gold, runs)
+    per_file = {path: [t for _, t in read_traces(path)] for path in traces}
+    for path, mine in per_file.items():
+        evidence_overlap(path, [t.qid for t in mine], golden, [g.qid for g in gold])
+    result = report(gold, [t for mine in per_file.values() for t in mine])
     return ProfileResult(FORMAT_NAME, result, render_markdown(result), bool(result["pass"]))
 
 

@@ -1,10 +1,20 @@
 """Compare two runs or two configs: per-metric deltas with a paired test, per-case outcomes.
 
-Per metric, the delta of the means is tested with a paired sign-flip permutation test over
-the cases both sides define (seeded, so the verdict is reproducible): ``real`` when p < alpha,
-else ``noise``. Per case, the deterministic checks decide: ``regression`` (A passed every check,
-B fails one), ``win`` (B fails fewer checks than A), ``loss`` (B fails more, A already failed
-some), ``draw``.
+Per metric, the delta of the means is tested with the paired sign-flip test of
+``metrics.change`` over the cases both sides define (seeded, so the verdict is reproducible;
+the same test regression gates and the run history use): ``real`` when p < alpha, else
+``noise``. A metric ``regressed`` when the change is real and for the worse (a drop, or a rise
+for latency, cost, tokens, error and refusal rates and ACL leaks).
+
+Judge metrics are compared beside the deterministic ones when the documents are report.json
+files: per judged case, each criterion's verdict under the criterion's name (``faithful``,
+``citations_supported`` as 1 or 0, ``correct`` as its grade: what the judge's gates read) and,
+for a binary criterion, the judge's score under its metric's name (``faithfulness``: the mean
+claim support). A judge metric is ``advisory`` when either run's judge is not trusted for its
+criterion: its regression is shown but never counted as one (``--fail-on-regression``).
+
+Per case, the deterministic checks decide: ``regression`` (A passed every check, B fails one),
+``win`` (B fails fewer checks than A), ``loss`` (B fails more, A already failed some), ``draw``.
 
 When the two sides were chunked differently (``versions.chunking`` differs), chunk ids cannot
 be matched across them; retrieval is then re-scored by matching chunks on document id plus at
@@ -13,14 +23,15 @@ least 50% span overlap, and the report says so. ``strict_chunker_version`` refus
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.metrics.failures import deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 
-ALPHA = 0.05
+__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "judge_values", "paired_permutation_p",
+           "render_compare_markdown"]
 
 
 # retrieval metrics that match chunks by id (meaningless across chunker versions)
@@ -33,20 +44,33 @@ class ChunkerMismatch(ValueError):
     pass
 
 
-def paired_permutation_p(diffs: Sequence[float], *, reps: int = 10000, seed: int = 0) -> float | None:
-    """Two-sided p-value of the mean paired difference under random sign flips."""
-    n = len(diffs)
-    if n == 0:
-        return None
-    observed = abs(sum(diffs))
-    if observed == 0:
-        return 1.0
-    rng = random.Random(seed)
-    hits = 0
-    for _ in range(reps):
-        total = sum(d if rng.random() < 0.5 else -d for d in diffs)
-        hits += abs(total) >= observed - 1e-12
-    return (hits + 1) / (reps + 1)
+def judge_values(doc: Mapping[str, Any], config: str) -> tuple[dict[str, dict[str, float]], dict[str, bool]]:
+    """From a report.json: per judged case of ``config``, its judge values by name (see the module
+    doc); and, by name, whether the run's judge is trusted for the criterion behind it."""
+    judge = doc.get("judge") or {}
+    section = (judge.get("per_config") or {}).get(config)
+    if not section:
+        return {}, {}
+    trust = (doc.get("gates") or {}).get("trust") or {}
+    trusted: dict[str, bool] = {}
+    for crit in judge.get("criteria") or []:
+        ok = bool((trust.get(crit["metric"]) or {}).get("trusted"))
+        trusted[crit["name"]] = ok
+        if crit["kind"] == "binary":
+            trusted[crit["metric"]] = ok
+    values: dict[str, dict[str, float]] = {}
+    for case_id, case in section["cases"].items():
+        if case["status"] != "judged":
+            continue
+        mine: dict[str, float] = {}
+        for crit in judge.get("criteria") or []:
+            value = case["criteria"].get(crit["name"]) or {}
+            if value.get("label") is not None:
+                mine[crit["name"]] = float(value["label"])
+            if crit["kind"] == "binary" and value.get("value") is not None:
+                mine[crit["metric"]] = float(value["value"])
+        values[case_id] = mine
+    return values, trusted
 
 
 def _case_outcome(a: Mapping[str, float | None], b: Mapping[str, float | None]) -> str:
@@ -60,10 +84,21 @@ def _case_outcome(a: Mapping[str, float | None], b: Mapping[str, float | None]) 
     return "draw"
 
 
+def _pairs(per_a: Mapping[str, Mapping[str, Any]], per_b: Mapping[str, Mapping[str, Any]], cases: Sequence[str],
+           name: str) -> list[tuple[float, float]]:
+    pairs = [((per_a.get(c) or {}).get(name), (per_b.get(c) or {}).get(name)) for c in cases]
+    return [(x, y) for x, y in pairs if x is not None and y is not None]
+
+
 def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, label_a: str, label_b: str,
                     chunking: tuple[set[str], set[str]] = (set(), set()),
-                    strict_chunker_version: bool = False, seed: int = 0, reps: int = 10000) -> dict[str, Any]:
-    """``side_a``/``side_b``: ``{"aggregate": ..., "per_case": {case: {metric: value}}}`` of one config each."""
+                    strict_chunker_version: bool = False, seed: int = 0,
+                    judge_a: Mapping[str, Mapping[str, float]] | None = None,
+                    judge_b: Mapping[str, Mapping[str, float]] | None = None,
+                    judge_trusted: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """``side_a``/``side_b``: ``{"aggregate": ..., "per_case": {case: {metric: value}}}`` of one
+    config each; ``judge_a``/``judge_b``: per case, its judge values (:func:`judge_values`);
+    ``judge_trusted``: judge value name -> whether both runs' judges are trusted for it."""
     versions_a, versions_b = chunking
     differ = bool(versions_a and versions_b and versions_a != versions_b)
     if differ and strict_chunker_version:
@@ -82,43 +117,74 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
                     del values[name]
     metrics: dict[str, Any] = {}
     names = sorted({m for c in cases for m in per_a[c]} & {m for c in cases for m in per_b[c]})
-    for name in names:
-        pairs = [(per_a[c].get(name), per_b[c].get(name)) for c in cases]
-        pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
-        if not pairs:
-            continue
-        mean_a = sum(x for x, _ in pairs) / len(pairs)
-        mean_b = sum(y for _, y in pairs) / len(pairs)
-        p = paired_permutation_p([y - x for x, y in pairs], reps=reps, seed=seed)
-        metrics[name] = {"a": mean_a, "b": mean_b, "delta": mean_b - mean_a, "n_paired": len(pairs),
-                         "p_value": p, "verdict": "real" if p is not None and p < ALPHA else "noise"}
+    judge_a, judge_b = judge_a or {}, judge_b or {}
+    in_b = {m for v in judge_b.values() for m in v}
+    judge_names = [m for m in dict.fromkeys(m for v in judge_a.values() for m in v) if m in in_b]  # criteria order
+    for kind, source_a, source_b, keys in (("deterministic", per_a, per_b, names),
+                                          ("judge", judge_a, judge_b, judge_names)):
+        for name in keys:
+            change = paired_change(name, _pairs(source_a, source_b, cases, name), seed=seed)
+            if change.n == 0:
+                continue
+            advisory = kind == "judge" and not (judge_trusted or {}).get(name, False)
+            metrics[name] = {"a": change.mean_a, "b": change.mean_b, "delta": change.delta, "n_paired": change.n,
+                             "p_value": change.p_value, "verdict": change.verdict, "kind": kind,
+                             "regressed": change.regressed, "advisory": advisory}
     outcomes = {c: _case_outcome(per_a[c], per_b[c]) for c in cases}
     counts = {k: sum(1 for v in outcomes.values() if v == k) for k in ("win", "loss", "draw", "regression")}
+    regressed = [m for m, row in metrics.items() if row["regressed"]]
     return {
         "a": label_a, "b": label_b, "matching_mode": mode,
         "chunker_versions": {"a": sorted(versions_a), "b": sorted(versions_b)},
         "cases_compared": len(cases),
         "only_in_a": sorted(set(side_a["per_case"]) - set(side_b["per_case"])),
         "only_in_b": sorted(set(side_b["per_case"]) - set(side_a["per_case"])),
-        "test": {"kind": "paired sign-flip permutation", "reps": reps, "seed": seed, "alpha": ALPHA},
+        "test": {"kind": "paired sign-flip permutation", "reps": REPS, "exact_up_to": EXACT_MAX, "seed": seed,
+                 "alpha": ALPHA},
         "metrics": metrics, "per_case": outcomes, "counts": counts,
+        # real changes for the worse; an untrusted judge's are listed apart and fail nothing
+        "regressions": [m for m in regressed if not metrics[m]["advisory"]],
+        "advisory_regressions": [m for m in regressed if metrics[m]["advisory"]],
     }
 
 
+def _row(name: str, m: Mapping[str, Any]) -> str:
+    verdict = m["verdict"] + (" (regression)" if m["regressed"] else "")
+    if m["kind"] == "judge" and m["advisory"]:
+        verdict += ", advisory: judge not trusted"
+    return f"| {name} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | {m['p_value']:.4f} | {verdict} |"
+
+
 def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> str:
+    """The comparison: the ``metrics`` asked for, every judge metric, and every metric that
+    regressed (a regression is never left out of the table)."""
+    test = result["test"]
     out = [f"# Comparison: `{result['a']}` → `{result['b']}`", "",
            f"Cases compared: {result['cases_compared']}. Chunk matching: **{result['matching_mode']}** "
            f"(chunker versions {result['chunker_versions']['a']} vs {result['chunker_versions']['b']}).",
-           f"Significance: {result['test']['kind']}, {result['test']['reps']} resamples, alpha {result['test']['alpha']}.",
+           f"Significance: {test['kind']} (seed {test['seed']}; {test['reps']} resamples up to "
+           f"{test.get('exact_up_to', '–')} differing cases, its normal approximation above), alpha {test['alpha']}.",
            "", "| metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
-    for name in metrics:
-        m = result["metrics"].get(name)
-        if m:
-            out.append(f"| {name} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | "
-                       f"{m['p_value']:.4f} | {m['verdict']} |")
+    rows = result["metrics"]
+    shown = [m for m in metrics if m in rows and rows[m]["kind"] == "deterministic"]
+    shown += [m for m in rows if rows[m]["regressed"] and rows[m]["kind"] == "deterministic" and m not in shown]
+    out += [_row(name, rows[name]) for name in shown]
+    judged = [m for m in rows if rows[m]["kind"] == "judge"]
+    if judged:
+        out += ["", "Judge (per judged case: a criterion's verdict under its name, 1 or 0 or the grade; a binary "
+                    "criterion's score under its metric's name):", "",
+                "| judge metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
+        out += [_row(name, rows[name]) for name in judged]
     c = result["counts"]
     out += ["", f"Per case: {c['win']} win, {c['loss']} loss, {c['draw']} draw, {c['regression']} regression.", ""]
     regressions = [cid for cid, o in result["per_case"].items() if o == "regression"]
     if regressions:
-        out.append("Regressions: " + ", ".join(f"`{cid}`" for cid in regressions))
+        out.append("Cases that regressed (A passed every check, B fails one): "
+                   + ", ".join(f"`{cid}`" for cid in regressions))
+    real = result.get("regressions", [])
+    advisory = result.get("advisory_regressions", [])
+    out += ["", ("Metrics that regressed for real: " + ", ".join(f"`{m}`" for m in real)) if real
+            else "No metric regressed for real."]
+    if advisory:
+        out.append("Advisory (judge not trusted): " + ", ".join(f"`{m}`" for m in advisory))
     return "\n".join(out) + "\n"

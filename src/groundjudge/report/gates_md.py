@@ -19,7 +19,11 @@ def render_gates_markdown(gates: dict[str, Any]) -> str:
                 + ", ".join(f"`{c}`" for c in gated) + "; other configs are reported, not gated.", ""]
     out += ["| gate | value | n | status | why |", "|---|---|---|---|---|"]
     for r in gates["results"]:
-        status = r["status"] + ("" if r["blocking"] or r["status"] != "fail" else " (advisory)")
+        status = r["status"]
+        if r["status"] == "no_data":
+            status += " (fails: blocking)" if r["blocking"] else " (not blocking)"
+        elif r["status"] == "fail" and not r["blocking"]:
+            status += " (advisory)"
         out.append(f"| {r['name']} | {_value(r['value'])} | {r['n']} | {status} | {r['reason']} |")
     if gates.get("trust"):
         out += ["", "Judge trust (README, \"Calibration: when may judge scores gate?\"): "

@@ -43,6 +43,9 @@ Choices where the WFGY page is open or self-contradictory (each is a keyword to 
   :mod:`.embedder`), from block texts given inline (``topk[].text``) or in ``texts``. When runs
   need the model and it is not installed, ``ΔS_med`` and ``ΔS_p90`` are null with the reason and
   the install command, and the ΔS gates are skipped.
+- "A shadow index is eligible for canary if" every gate holds: a gate skipped for lack of data
+  (no gold offsets, no ΔS, no live run, no paraphrase triplet) does not hold, so ``pass`` is
+  false and the report lists the gates it could not evaluate.
 
 Empty denominators: the page's evaluator divides by the number of gold questions and by
 ``max(1, ...)`` per question; where it says nothing (no gold question at all, no question with

@@ -19,6 +19,14 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def _not_evaluated(result: dict[str, Any]) -> list[str]:
+    skipped = result.get("gates_not_evaluated") or []
+    if not skipped:
+        return []
+    return ["", f"{len(skipped)} of {len(result['gates'])} gates could not be evaluated ({', '.join(skipped)}): "
+                "eligible only when every gate holds, and a gate without data does not."]
+
+
 def _headline(result: dict[str, Any]) -> list[str]:
     ks = result["ks"]
     lines = [
@@ -27,6 +35,7 @@ def _headline(result: dict[str, Any]) -> list[str]:
         f"**{'Eligible for canary' if result['pass'] else 'NOT eligible for canary'}** "
         f"({result['n_questions']} questions, {result['n_runs']} runs, top-{result['k']}, "
         f"citations: {result['citation_policy']}).",
+        *_not_evaluated(result),
         "",
         "| k | " + " | ".join(str(n) for n in ks) + " |",
         "|---|" + "---|" * len(ks),
@@ -75,7 +84,7 @@ def _delta_s_tables(result: dict[str, Any]) -> list[str]:
 def _gates_and_notes(result: dict[str, Any]) -> list[str]:
     lines = ["", "## Canary gates", "", "| gate | value | threshold | result |", "|---|---|---|---|"]
     for gate in result["gates"]:
-        status = gate["status"].upper() if gate["status"] == "fail" else gate["status"]
+        status = {"fail": "FAIL", "skipped": "NOT EVALUATED"}.get(gate["status"], gate["status"])
         if gate["reason"]:
             status += f" ({gate['reason']})"
         lines.append(f"| {gate['gate']} | {_fmt(gate['value'])} | {gate['op']} {gate['threshold']} | {status} |")

@@ -206,7 +206,6 @@ def report(
     texts: Mapping[str, str] | None = None,
     embedder: Embedder | Literal["auto"] | None = "auto",
     gates: Mapping[str, float] | None = None,
-    require_all_gates: bool = False,
 ) -> dict[str, Any]:
     """WFGY's chunking report for the shadow run ``traces`` (and the ``live_traces`` baseline).
 
@@ -218,8 +217,9 @@ def report(
     that computed ΔS), ``anchor_hit``, ``anchor_proximity``, ``paraphrase_agreement@5``,
     ``λ_convergent`` with ``λ_triplets``, ``recall@5_vs_live``, ``citation_unverifiable`` (qids
     whose citation lands in a relevant block's section but that block has no gold offsets), the
-    counts and reasons behind each null, and WFGY's canary ``gates`` with ``pass`` ("eligible for
-    canary": no gate failed; a skipped gate fails too when ``require_all_gates``). Values are not
+    counts and reasons behind each null, WFGY's canary ``gates`` with ``pass`` ("eligible for
+    canary only if all gates hold": true only when every gate passed; a gate skipped for lack of
+    data is not a gate that holds) and ``gates_not_evaluated`` (the skipped ones). Values are not
     rounded.
 
     ``embedder="auto"`` loads the installed embedding model only when a run has no ΔS of its
@@ -265,9 +265,11 @@ def report(
         _gate("λ_convergent", result["λ_convergent"], ">=", thresholds["λ_convergent"],
               None if triplets else "no paraphrase triplet with λ_state on every run"),
     ]
-    failed = [g for g in gate_list if g["status"] == "fail" or (require_all_gates and g["status"] == "skipped")]
+    # WFGY: "eligible for canary if" every gate holds. A gate skipped for lack of data does not
+    # hold: the shadow index is not eligible until it is evaluated (SPEC 7).
     result["gates"] = gate_list
-    result["pass"] = not failed
+    result["gates_not_evaluated"] = [g["gate"] for g in gate_list if g["status"] == "skipped"]
+    result["pass"] = all(g["status"] == "pass" for g in gate_list)
     gold_ids = set(runs_by_qid)
     result.update({
         "k": k,
