@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -96,3 +100,103 @@ def test_line_separators_inside_json_strings_do_not_split_a_record(tmp_path):
     result = CliRunner().invoke(main, ["metrics", "--golden", str(golden), "--traces", str(OK_TRACES),
                                        "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "g.jsonl:2: question:" in result.stderr
+
+
+# --- non-finite and impossible numbers (SPEC 10: non-finite numbers are malformed) -------------
+
+EXAMPLES = FIXTURES.parent.parent / "examples"
+
+
+def planted(src: Path, dst: Path, line: int, change: Any) -> Path:
+    """``src`` with record ``line`` (1-based) changed by ``change(record)``, written as JSON
+    that may hold NaN and Infinity literals (as Python's json and many tools write them)."""
+    records = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]
+    change(records[line - 1])
+    dst.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return dst
+
+
+def _set(path: str, value: Any) -> Any:
+    def change(record: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target = record
+        for name in parents:
+            target = target[int(name)] if isinstance(target, list) else target.setdefault(name, {})
+        target[int(last) if isinstance(target, list) else last] = value
+    return change
+
+
+NUMBER_CASES = [  # (file of the example to plant in, field, value, expected problem)
+    ("traces/candidate.jsonl", "cost_usd", math.inf, "cost_usd: not a finite number"),
+    ("traces/candidate.jsonl", "cost_usd", -math.inf, "cost_usd: not a finite number"),
+    ("traces/candidate.jsonl", "latency_ms.end_to_end", math.nan, "latency_ms.end_to_end: not a finite number"),
+    ("traces/candidate.jsonl", "latency_ms.end_to_end", -1e300, "latency_ms.end_to_end: Input should be greater"),
+    ("traces/candidate.jsonl", "latency_ms.end_to_end", 1e300, "latency_ms.end_to_end: Input should be less"),
+    ("traces/candidate.jsonl", "latency_ms", math.nan, "latency_ms: not a finite number"),
+    ("traces/candidate.jsonl", "tokens.prompt", -3, "tokens.prompt: Input should be greater"),
+    ("traces/candidate.jsonl", "tokens.prompt", 10 ** 400, "tokens.prompt: Input should be less"),
+    ("traces/candidate.jsonl", "cost_usd", -0.5, "cost_usd: Input should be greater"),
+    ("traces/candidate.jsonl", "retrieved_chunks.0.score", -math.inf, "retrieved_chunks[0].score: not a finite"),
+    ("traces/candidate.jsonl", "team_score", math.nan, "team_score: not a finite number"),  # an unknown field
+    ("golden.jsonl", "relevance.hr-leave-v3#1", math.nan, "relevance.hr-leave-v3#1: not a finite number"),
+    ("golden.jsonl", "relevance.hr-leave-v3#1", -1, "relevance.hr-leave-v3#1: Input should be greater"),
+    ("corpus.jsonl", "offsets.0", math.inf, "offsets[0]: not a finite number"),
+]
+
+
+@pytest.mark.parametrize(("name", "field", "value", "fragment"), NUMBER_CASES,
+                         ids=[f"{c[0]}:{c[1]}={c[2]!r}"[-60:] for c in NUMBER_CASES])
+def test_non_finite_or_impossible_numbers_are_input_errors(tmp_path, name, field, value, fragment):
+    files = {"golden.jsonl": EXAMPLES / "golden.jsonl", "traces/candidate.jsonl": EXAMPLES / "traces" / "candidate.jsonl",
+             "corpus.jsonl": EXAMPLES / "corpus.jsonl"}
+    files[name] = planted(files[name], tmp_path / Path(name).name, 2, _set(field, value))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(files["golden.jsonl"]), "--traces",
+                                       str(files["traces/candidate.jsonl"]), "--corpus", str(files["corpus.jsonl"]),
+                                       "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    assert lines[0] == "error: bad input" and len(lines) == 2, lines
+    assert lines[1].startswith(f"{tmp_path / Path(name).name}:2: {fragment}"), lines
+    assert not out.exists()
+
+
+def test_a_nan_latency_was_dropped_from_its_mean_while_its_n_stayed_before(tmp_path):
+    # What used to happen: the mean of a cost column holding Infinity was written as null with
+    # n counting every trace. Now the file is refused before any number is computed.
+    traces = planted(EXAMPLES / "traces" / "candidate.jsonl", tmp_path / "t.jsonl", 1, _set("cost_usd", math.inf))
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(EXAMPLES / "golden.jsonl"), "--traces", str(traces),
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "t.jsonl:1: cost_usd: not a finite number" in result.stderr
+    from groundjudge.metrics.aggregate import summaries
+
+    with pytest.raises(ValueError, match="not a finite number"):  # and a metric that made one is a bug, said so
+        summaries({"latency_ms.end_to_end": [1.0, math.nan, 3.0]})
+
+
+def test_yaml_golden_and_foreign_formats_refuse_non_finite_numbers(tmp_path):
+    golden = tmp_path / "golden.yaml"
+    golden.write_text("- id: q001\n  question: How many days?\n  relevance: {hr-leave-v3#2: .nan}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(golden), "--traces",
+                                       str(EXAMPLES / "traces" / "candidate.jsonl"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and f"{golden}:1: relevance.hr-leave-v3#2: not a finite number" in result.stderr
+    day39 = planted(EXAMPLES / "day39" / "outputs.jsonl", tmp_path / "outputs.jsonl", 1, _set("latency_ms.embed", math.nan))
+    kb = planted(EXAMPLES / "kb-eval" / "results_a.jsonl", tmp_path / "results_a.jsonl", 2, _set("latency_ms", -5))
+    for gold, traces, fragment in ((EXAMPLES / "day39" / "golden.jsonl", day39, "outputs.jsonl:1: latency_ms.embed: not a finite"),
+                                   (EXAMPLES / "kb-eval" / "golden.jsonl", kb, "results_a.jsonl:2: latency_ms: Input should be greater")):
+        result = CliRunner().invoke(main, ["metrics", "--golden", str(gold), "--traces", str(traces),
+                                           "--out", str(tmp_path / "o")])
+        assert result.exit_code == 2 and fragment in result.stderr, result.output
+
+
+def test_labels_refuse_non_finite_grades(tmp_path):
+    labels = tmp_path / "kim.jsonl"
+    labels.write_text('{"query_id": "q001", "rater": "kim", "correct": NaN}\n', encoding="utf-8")
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"query_id": "q001", "faithful": true, "correct": Infinity}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--judge-name", "other",
+                                       "--labels", str(labels), "--records-dir", str(tmp_path / "records")])
+    assert result.exit_code == 2, result.output
+    assert "verdicts.jsonl:1: correct: not a finite number" in result.stderr or \
+        "kim.jsonl:1: correct: not a finite number" in result.stderr
+    assert not (tmp_path / "records").exists()
