@@ -17,6 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 
@@ -106,19 +107,20 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
 
 
 def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> str:
-    out = [f"# Comparison: `{result['a']}` → `{result['b']}`", "",
+    out = [f"# Comparison: {markdown_code(result['a'])} → {markdown_code(result['b'])}", "",
            f"Cases compared: {result['cases_compared']}. Chunk matching: **{result['matching_mode']}** "
-           f"(chunker versions {result['chunker_versions']['a']} vs {result['chunker_versions']['b']}).",
+           f"(chunker versions {markdown(result['chunker_versions']['a'])} vs "
+           f"{markdown(result['chunker_versions']['b'])}).",
            f"Significance: {result['test']['kind']}, {result['test']['reps']} resamples, alpha {result['test']['alpha']}.",
            "", "| metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
     for name in metrics:
         m = result["metrics"].get(name)
         if m:
-            out.append(f"| {name} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | "
+            out.append(f"| {markdown(name)} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | "
                        f"{m['p_value']:.4f} | {m['verdict']} |")
     c = result["counts"]
     out += ["", f"Per case: {c['win']} win, {c['loss']} loss, {c['draw']} draw, {c['regression']} regression.", ""]
     regressions = [cid for cid, o in result["per_case"].items() if o == "regression"]
     if regressions:
-        out.append("Regressions: " + ", ".join(f"`{cid}`" for cid in regressions))
+        out.append("Regressions: " + ", ".join(map(markdown_code, regressions)))
     return "\n".join(out) + "\n"
