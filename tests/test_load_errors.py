@@ -200,3 +200,106 @@ def test_labels_refuse_non_finite_grades(tmp_path):
     assert "verdicts.jsonl:1: correct: not a finite number" in result.stderr or \
         "kim.jsonl:1: correct: not a finite number" in result.stderr
     assert not (tmp_path / "records").exists()
+
+
+# --- files nested too deeply, and run documents read back (compare, calibrate, triage, label) -----
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _one_line_exit_2(result: Any, fragment: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    assert lines[0] == "error: bad input" and fragment in "\n".join(lines[1:]), lines
+    assert "Traceback" not in result.output and len(lines) <= 6
+
+
+@pytest.mark.parametrize("role", ["golden", "golden.yaml", "traces", "corpus"])
+def test_input_nested_100000_deep_is_one_clear_problem(tmp_path, role):
+    files = {"golden": EXAMPLES / "golden.jsonl", "traces": EXAMPLES / "traces" / "candidate.jsonl",
+             "corpus": EXAMPLES / "corpus.jsonl"}
+    if role == "golden.yaml":
+        path = tmp_path / "golden.yaml"
+        path.write_text("- id: q001\n  question: x\n  tags: " + DEEP + "\n", encoding="utf-8")
+        files["golden"] = path
+    else:
+        path = tmp_path / files[role].name
+        path.write_text(files[role].read_text(encoding="utf-8").replace('{', '{"deep": ' + DEEP + ', ', 1),
+                        encoding="utf-8")
+        files[role] = path
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(files["golden"]), "--traces", str(files["traces"]),
+                                       "--corpus", str(files["corpus"]), "--out", str(tmp_path / "out")])
+    _one_line_exit_2(result, f"{path}" + ("" if role == "golden.yaml" else ":1") + ": nested too deeply")
+    assert not (tmp_path / "out").exists()
+
+
+def test_labels_nested_100000_deep_is_one_clear_problem(tmp_path):
+    labels = tmp_path / "kim.jsonl"
+    labels.write_text('{"query_id": "q001", "rater": "kim", "x": ' + DEEP + "}\n", encoding="utf-8")
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"query_id": "q001", "faithful": true}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--judge-name", "other",
+                                       "--labels", str(labels), "--records-dir", str(tmp_path / "records")])
+    _one_line_exit_2(result, f"{labels}:1: nested too deeply")
+
+
+RUN_DOCUMENTS = [  # report.json text -> the problem named
+    (DEEP, "nested too deeply"),
+    ('{"per_config": {"a": {"aggregate": {"x": {"value": NaN, "n": 1}}}}, "configs": ["a"]}', "1: NaN: not a finite"),
+    ('{"per_config": [], "configs": "a"}', "configs: Input should be a valid list"),
+    ('{"per_config": {}, "configs": []}', "configs: List should have at least 1 item"),
+    ('{"per_config": {"a": {"per_case": {"q": {"m": "x"}}}}, "configs": ["a", "b"]}', "per_config.a.per_case.q.m"),
+    ('{"per_config": {"a": {"per_case": {}}}, "configs": ["a", "b"]}', "configs without a per_config section: ['b']"),
+    ("[1, 2]", "not a groundjudge metrics.json or report.json"),
+]
+
+
+@pytest.mark.parametrize(("text", "fragment"), RUN_DOCUMENTS, ids=[f[1][:30] for f in RUN_DOCUMENTS])
+def test_compare_reads_a_broken_report_as_one_clear_problem(tmp_path, text, fragment):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.json").write_text(text, encoding="utf-8")
+    _one_line_exit_2(CliRunner().invoke(main, ["compare", str(run)]), fragment)
+
+
+@pytest.mark.parametrize("text", [DEEP, '{"judge": {"per_config": NaN}, "schema_version": 3}', '{"judge": 3}'])
+def test_calibrate_and_label_read_a_broken_report_as_one_clear_problem(tmp_path, text):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "report.json").write_text(text, encoding="utf-8")
+    labels = tmp_path / "kim.jsonl"
+    labels.write_text('{"query_id": "q001", "rater": "kim", "faithful": true}\n', encoding="utf-8")
+    _one_line_exit_2(CliRunner().invoke(main, ["calibrate", "--report", str(run / "report.json"), "--labels",
+                                               str(labels), "--records-dir", str(tmp_path / "records")]),
+                     "report.json")
+    _one_line_exit_2(CliRunner().invoke(main, ["label", str(run), "--rater", "kim", "--labels", str(labels)]),
+                     "report.json")
+    assert not (tmp_path / "records").exists()
+
+
+TRIAGE_ROWS = [
+    (DEEP, "triage.jsonl:1: nested too deeply"),
+    ("[1]", "triage.jsonl:1: expected a JSON object, got list"),
+    ('{"kind": "x"}', "triage.jsonl:1: kind: Input should be"),
+    ('{"kind": "awaits_person", "config_id": "a", "case_id": "b"}', "a row of kind awaits_person needs criteria"),
+    ('{"kind": "invalid_citation", "config_id": "a", "case_id": "b", "cited": [], "problem": "p"}',
+     "a row of kind invalid_citation needs cited"),
+    ('{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": 3, "cited": [], "supported_by": []}',
+     "triage.jsonl:1: claim: Input should be a valid string"),
+    ('{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": "c", "cited": [], "supported_by": [],'
+     ' "support_probability": Infinity}', "triage.jsonl:1: Infinity: not a finite number"),
+]
+
+
+@pytest.mark.parametrize(("text", "fragment"), TRIAGE_ROWS, ids=[f[1][-30:] for f in TRIAGE_ROWS])
+def test_triage_reads_a_broken_triage_file_as_one_clear_problem(tmp_path, text, fragment):
+    (tmp_path / "triage.jsonl").write_text(text + "\n", encoding="utf-8")
+    _one_line_exit_2(CliRunner().invoke(main, ["triage", str(tmp_path)]), fragment)
+
+
+def test_triage_shows_a_minimal_valid_row(tmp_path):
+    (tmp_path / "triage.jsonl").write_text(
+        '{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": "c", "cited": [], '
+        '"supported_by": []}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["triage", str(tmp_path)])
+    assert result.exit_code == 0 and "**unsupported claim**: “c” — cited nothing" in result.stdout

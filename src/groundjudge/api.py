@@ -506,20 +506,43 @@ def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, pr
 # --- comparing runs ------------------------------------------------------------------------
 
 def _load_run_document(path: Path) -> dict[str, Any]:
-    import json
-
-    from groundjudge.load.records import read_text
+    from groundjudge.load.records import json_document
 
     if path.is_dir():
         candidates = [path / "report.json", path / "metrics.json"]
         path = next((p for p in candidates if p.exists()), candidates[-1])
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    doc = json_document(path)
     if not isinstance(doc, dict) or "per_config" not in doc:
         raise InputError.one(path, None, "per_config", "not a groundjudge metrics.json or report.json")
+    _check_compared_part(path, doc)
     return doc
+
+
+def _check_compared_part(path: Path, doc: dict[str, Any]) -> None:
+    """What ``compare`` reads of a run document, checked before it is read: an edited or
+    foreign file is a problem naming its field, never a KeyError halfway through."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    from groundjudge.errors import InputProblem
+
+    class Side(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        per_case: dict[str, dict[str, float | None]]
+        versions: dict[str, list[str] | str | None] = {}
+
+    class Compared(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        configs: list[str] = Field(min_length=1)
+        per_config: dict[str, Side]
+
+    try:
+        run = Compared.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError([InputProblem(str(path), None, ".".join(map(str, e["loc"])), e["msg"])
+                          for e in exc.errors(include_url=False)[:5]]) from None
+    missing = [c for c in run.configs if c not in run.per_config]
+    if missing:
+        raise InputError.one(path, None, "configs", f"configs without a per_config section: {missing}")
 
 
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,

@@ -7,7 +7,6 @@ one field per criterion of the rubric.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from groundjudge.contracts import READABLE_REPORT_VERSIONS, REPORT_SCHEMA_VERSION, HumanLabel
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.judge.results import CriterionInfo, JudgeRun
-from groundjudge.load.records import read_records, read_text
+from groundjudge.load.records import json_document, read_records
 
 ItemKey = tuple[str, str | None]  # (query_id, config_id)
 
@@ -46,10 +45,7 @@ def _field(record: BaseModel, name: str) -> Any:
 
 def verdicts_from_report(path: Path) -> JudgeRun:
     """The judge section of a run's report.json, as the typed record it was written from."""
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    doc = json_document(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("judge"), dict):
         raise InputError.one(path, None, "judge", "not a `groundjudge run` report (no judge section)")
     version = doc.get("schema_version")

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 from groundjudge.contracts import with_shared_parts
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
-from groundjudge.strict_json import NON_FINITE, TOO_DEEP, non_finite_fields
+from groundjudge.strict_json import NON_FINITE, TOO_DEEP, JSONProblem, non_finite_fields
+from groundjudge.strict_json import loads as strict_loads
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -46,6 +47,16 @@ def read_text(path: Path) -> str:
     if not text.strip():
         raise InputError.one(path, None, None, "file is empty")
     return text
+
+
+def json_document(path: Path, text: str | None = None) -> Any:
+    """The JSON document in ``path`` (a report.json, say; ``text``: its text, when read
+    already), or an InputError naming the line: invalid JSON, NaN or Infinity, nesting too deep."""
+    try:
+        return strict_loads(read_text(path) if text is None else text)
+    except JSONProblem as exc:
+        where = f"{exc.message} (column {exc.column})" if exc.column else exc.message
+        raise InputError.one(path, exc.line, None, where) from None
 
 
 def _field_name(loc: tuple[int | str, ...]) -> str:

@@ -166,7 +166,7 @@ class TriageRow(BaseModel):
         missing = [name for name in needed if getattr(self, name) is None
                    or (self.kind == "invalid_citation" and name == "cited" and not self.cited)]
         if missing:
-            raise ValueError(f"a {self.kind} row needs {', '.join(missing)}")
+            raise ValueError(f"a row of kind {self.kind} needs {', '.join(missing)}")
         return self
 
 
