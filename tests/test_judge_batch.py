@@ -411,6 +411,61 @@ def test_poll_backs_off_and_lines_missing_from_every_file_are_failed(tmp_path: P
 
     cache = JudgeCache(tmp_path / "cache")
     (tmp_path / "batch").mkdir()
-    spent = collect(endpoint, batch, record, cache, tmp_path, allowed_models={"m"}, pricing=Pricing())  # type: ignore[arg-type]
+    spent = collect(endpoint, batch, record, cache, tmp_path, allowed_models={"m"}, pricing=Pricing(),  # type: ignore[arg-type]
+                    number=1)
     assert spent.requests == 0 and record.collected
     assert record.failed == {"a": "batch failed: no reply for this line", "b": "batch failed: no reply for this line"}
+
+
+# --- a hostile server: ids that are paths -----------------------------------------------------
+
+HOSTILE_ID = "x/../../../../PWN"
+
+
+def _outside(root: Path, run_dir: Path) -> list[Path]:
+    """Files under ``root`` that are not under ``run_dir`` or the cache (written by nothing else)."""
+    return [p for p in root.rglob("*") if p.is_file() and run_dir not in p.parents
+            and (root / "cache") not in p.parents and p.name != "groundjudge.toml" and p.suffix != ".sqlite"
+            and not p.name.startswith("history.sqlite")]
+
+
+def test_a_server_chosen_batch_id_never_becomes_a_path(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    run_dir = tmp_path / "a" / "b" / "out"  # deep enough that the id's ../ would land inside tmp_path
+    backend = BatchBackend(batch_ids=lambda: HOSTILE_ID)
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
+                "--quiet", "--batch", "--batch-wait", "5"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output  # the endpoint misbehaves: exit 3, as for an unreachable one
+    assert "error: batch: the endpoint answered the batch id 'x/../../../../PWN', which is not a plain id" in result.stderr
+    assert "Traceback" not in result.output
+    assert _outside(tmp_path, run_dir) == []
+    assert not list(tmp_path.rglob("*PWN*"))
+
+
+def test_a_server_chosen_file_id_never_becomes_a_path(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    run_dir = tmp_path / "a" / "b" / "out"
+    backend = BatchBackend(file_ids=lambda: HOSTILE_ID)
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
+                "--quiet", "--batch", "--batch-wait", "5"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output
+    assert "the endpoint answered the output file id 'x/../../../../PWN', which is not a plain id" in result.stderr
+    assert not list(tmp_path.rglob("*PWN*")) and _outside(tmp_path, run_dir) == []
+
+
+def test_batch_files_are_named_by_the_batch_number(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    with ScriptedOpenAIServer(example_script, batches=BatchBackend()) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                "--quiet", "--batch", "--batch-wait", "10"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code in (0, 1), result.output
+    names = sorted(p.name for p in (tmp_path / "out" / "batch").iterdir())
+    assert names == ["input-1.jsonl", "input-2.jsonl", "output-1.jsonl", "output-2.jsonl", "state.json"]

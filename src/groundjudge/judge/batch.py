@@ -26,11 +26,12 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,7 +54,24 @@ STATE = "state.json"
 
 
 class BatchError(GroundjudgeError):
-    """The batch endpoint cannot be used (unreachable, refused)."""
+    """The batch endpoint cannot be used (unreachable, refused, or it answered ids that are not ids)."""
+
+
+# What a batch or file id may be: OpenAI's ("batch_...", "file-..."), vLLM's and other servers'
+# ids (UUIDs, dotted or colon-separated names). The server chooses them, so one that could be
+# a path ("x/../../PWN"), a URL part or a terminal sequence is refused before it is used at all;
+# file names under RUN_DIR/batch come from the batch's number, never from an id.
+PLAIN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$"
+_PLAIN_ID = re.compile(PLAIN_ID)
+
+
+def plain_id(what: str, value: Any) -> str:
+    """``value`` if it is a plain id (``PLAIN_ID``, no ``..``), else a :class:`BatchError`."""
+    if isinstance(value, str) and _PLAIN_ID.match(value) and ".." not in value:
+        return value
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    raise BatchError(f"the endpoint answered the {what} {shown}, which is not a plain id; it is not used, "
+                     "not even as a file name")
 
 
 class _Model(BaseModel):
@@ -72,14 +90,17 @@ class LineInfo(_Model):
     tokens_before: tuple[int, int] = (0, 0)  # prompt/completion tokens of the first reply (repairs)
 
 
+PlainId = Annotated[str, Field(pattern=PLAIN_ID)]
+
+
 class BatchRecord(_Model):
-    id: str
-    input_file_id: str
+    id: PlainId
+    input_file_id: PlainId
     input_path: str
     lines: dict[str, LineInfo]  # custom_id -> what it asks
     status: str = "validating"
-    output_file_id: str | None = None
-    error_file_id: str | None = None
+    output_file_id: PlainId | None = None
+    error_file_id: PlainId | None = None
     collected: bool = False
     stored: int = 0  # replies put in the cache
     failed: dict[str, str] = Field(default_factory=dict)  # custom_id -> reason
@@ -328,7 +349,7 @@ class BatchEndpoint:
         def call() -> Any:
             with open(path, "rb") as handle:
                 return self._client.files.create(file=(path.name, handle), purpose="batch")
-        return str(self._retry("upload", call).id)
+        return plain_id("file id", self._retry("upload", call).id)
 
     def create(self, input_file_id: str, run_dir: str) -> Any:
         return self._retry("create batch", lambda: self._client.batches.create(
@@ -371,15 +392,17 @@ def poll(endpoint: BatchEndpoint, record: BatchRecord, *, wait_s: float,
 
 
 def collect(endpoint: BatchEndpoint, batch: Any, record: BatchRecord, cache: JudgeCache, run_dir: Path, *,
-            allowed_models: set[str], pricing: Pricing) -> Usage:
-    """Download the ended batch's output and error files, store the replies; lines in neither
-    (an expired, cancelled or failed batch) are marked failed with the batch's status."""
+            allowed_models: set[str], pricing: Pricing, number: int) -> Usage:
+    """Download the ended batch's output and error files (kept as ``output-N.jsonl`` and
+    ``errors-N.jsonl``, N the batch's ``number`` as in ``input-N.jsonl``), store the replies;
+    lines in neither (an expired, cancelled or failed batch) are marked failed with the
+    batch's status."""
     spent, answered = Usage(), set()
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
         if not file_id:
             continue
-        text = endpoint.content(file_id)
-        write_text_atomic(run_dir / "batch" / f"{kind}-{record.id}.jsonl", text)
+        text = endpoint.content(plain_id(f"{kind} file id", file_id))
+        write_text_atomic(run_dir / "batch" / f"{kind}-{number}.jsonl", text)
         got, ids = collect_lines(jsonl_lines(text), record, cache, allowed_models=allowed_models, pricing=pricing)
         spent, answered = spent + got, answered | ids
     for custom_id in record.lines:
@@ -396,7 +419,7 @@ def submit(endpoint: BatchEndpoint, planned: Sequence[Planned], state: BatchStat
     write_text_atomic(path, "".join(p.line() + "\n" for p in planned))
     file_id = endpoint.upload(path)
     batch = endpoint.create(file_id, str(run_dir))
-    record = BatchRecord(id=batch.id, input_file_id=file_id, input_path=str(path), status=batch.status,
+    record = BatchRecord(id=plain_id("batch id", batch.id), input_file_id=file_id, input_path=str(path), status=batch.status,
                          lines={p.custom_id: p.info for p in planned})
     state.batches.append(record)
     save_state(run_dir, state)  # the id is on disk before anything else can go wrong
@@ -433,7 +456,8 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
                     return Progress("pending", record.id, batch.status, state,
                                     f"batch {record.id} is {batch.status} ({len(record.lines)} requests)")
                 state.usage = state.usage + collect(endpoint, batch, record, session.cache, run_dir,
-                                                    allowed_models=allowed, pricing=pricing)
+                                                    allowed_models=allowed, pricing=pricing,
+                                                    number=state.batches.index(record) + 1)
                 for custom_id, reason in record.failed.items():
                     state.live[record.lines[custom_id].key] = reason
                 save_state(run_dir, state)
