@@ -303,3 +303,19 @@ def test_triage_shows_a_minimal_valid_row(tmp_path):
         '"supported_by": []}\n', encoding="utf-8")
     result = CliRunner().invoke(main, ["triage", str(tmp_path)])
     assert result.exit_code == 0 and "**unsupported claim**: “c” — cited nothing" in result.stdout
+
+
+# --- settings from flags and the environment ----------------------------------------------------
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--concurrency", "1000"], "command line: judge.concurrency: Input should be less than or equal to 256"),
+    (["--judge-base-url", "http://kim:s3cret@[::1/v1"], "command line: judge.base_url: Value error, not an http"),
+    (["--judge-base-url", "ftp://host/v1"], "command line: judge.base_url: Value error, not an http"),
+    (["--judge-base-url", "http://host:99999/v1"], "command line: judge.base_url: Value error, not an http"),
+])
+def test_a_flag_the_settings_refuse_is_one_clear_problem(tmp_path, args, fragment):
+    result = CliRunner().invoke(main, ["run", "--golden", str(EXAMPLES / "golden.jsonl"), "--traces",
+                                       str(EXAMPLES / "traces" / "candidate.jsonl"), "--judge-model", "m",
+                                       "--out", str(tmp_path / "out"), *args])
+    _one_line_exit_2(result, fragment)
+    assert "s3cret" not in result.output and not (tmp_path / "out").exists()

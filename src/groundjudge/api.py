@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from groundjudge.collector import collector_paused, release_free_pages
 from groundjudge.config import Config, apply_environment, load_config
-from groundjudge.errors import InputError
+from groundjudge.errors import InputError, InputProblem
 
 # Stages are imported where they are used: `groundjudge metrics` never loads the judge client
 # or scikit-learn, so it starts as fast as a plain script.
@@ -52,7 +54,11 @@ def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] 
             continue
         section, name = dotted.split(".")
         data[section][name] = list(value) if isinstance(value, tuple) else value
-    return Config.model_validate(data)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:  # a flag's value the settings refuse (--concurrency 1000)
+        raise InputError([InputProblem("command line", None, ".".join(map(str, err["loc"])), err["msg"])
+                          for err in exc.errors(include_url=False)]) from None
 
 
 def metric_settings(config: Config) -> MetricSettings:

@@ -9,6 +9,7 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,12 +57,30 @@ class OutputConfig(_Section):
     trend_runs: int = Field(default=20, ge=2)  # runs shown in the report's trend chart
 
 
+def _http_url(value: str | None) -> str | None:
+    """A judge base URL: http or https, with a host and a numeric port if any. The value is not
+    repeated in the message: it may hold credentials."""
+    if value is None:
+        return value
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 -- a port that is not a number (or out of range) raises
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError("not an http:// or https:// URL with a host (e.g. http://host:8000/v1)")
+    return value
+
+
 class EscalateConfig(_Section):
     """The judge that abstained verdicts go to next (any OpenAI-compatible endpoint)."""
 
     base_url: str
     model: str
     rubric: str | None = None  # default: the first judge's rubric
+
+    _url = field_validator("base_url")(_http_url)
 
 
 class JudgeConfig(_Section):
@@ -90,6 +109,8 @@ class JudgeConfig(_Section):
     retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
     escalate: EscalateConfig | None = None
     batch_discount: float = Field(default=0.5, ge=0, le=1)  # batch price = this x the prices above
+
+    _url = field_validator("base_url")(_http_url)
 
 
 class LocalJudgeConfig(_Section):
