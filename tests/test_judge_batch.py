@@ -4,6 +4,7 @@ failed lines, an expired batch, a server restart mid-poll; the vLLM offline file
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -469,3 +470,56 @@ def test_batch_files_are_named_by_the_batch_number(tmp_path: Path) -> None:
     assert result.exit_code in (0, 1), result.output
     names = sorted(p.name for p in (tmp_path / "out" / "batch").iterdir())
     assert names == ["input-1.jsonl", "input-2.jsonl", "output-1.jsonl", "output-2.jsonl", "state.json"]
+
+
+# --- a truncated or corrupt batch state --------------------------------------------------------
+
+def _corruptions(text: str) -> dict[str, str | bytes | None]:
+    cut = text.index('"lines"') + 200  # after the batch id, in the middle of its lines
+    return {"cut mid-way": text[:cut], "cut early": text[:40], "not JSON": "{this is not json",
+            "a list": "[]", "wrong shape": '{"config": {}, "batches": [{"id": "batch_1"}]}',
+            "a hostile id": text.replace('"id":"batch_', '"id":"../../x').replace('"id": "batch_', '"id": "../../x'),
+            "binary": b"\xff\xfe\x00garbage", "empty": "", "a folder": None}
+
+
+def test_a_corrupt_batch_state_is_one_clear_line_for_every_command(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    backend = BatchBackend(polls_to_complete=10_000)
+    run_dir = tmp_path / "out"
+    state_path = run_dir / "batch" / "state.json"
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        run = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+               "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--batch"]
+        assert _invoke(run).exit_code == EXIT_BATCH_PENDING
+        good = state_path.read_text(encoding="utf-8")
+        batch_id = json.loads(good)["batches"][0]["id"]
+        for name, broken in _corruptions(good).items():
+            if broken is None:
+                state_path.unlink()
+                state_path.mkdir()
+            elif isinstance(broken, bytes):
+                state_path.write_bytes(broken)
+            else:
+                state_path.write_text(broken, encoding="utf-8")
+            for args in (run, ["batch", "status", str(run_dir)], ["batch", "collect", str(run_dir)]):
+                result = CliRunner().invoke(main, args)
+                lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+                assert result.exit_code == 2, (name, args[:2], result.output)
+                assert lines[0] == "error: bad input" and len(lines) == 2, (name, lines)
+                assert lines[1].startswith(f"{state_path}: the batch state "), (name, lines[1])
+                assert f"delete {run_dir / 'batch'} and run `groundjudge run --batch` again" in lines[1]
+                assert "Traceback" not in result.output
+                if name == "cut mid-way":
+                    assert f"it names batch {batch_id}" in lines[1]
+            if broken is None:
+                state_path.rmdir()
+        # settings in the state the run cannot use: named, for the commands that read them
+        state_path.write_text(good.replace('"concurrency": 4', '"concurrency": -1'), encoding="utf-8")
+        for args in (["batch", "status", str(run_dir)], ["batch", "collect", str(run_dir)]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2 and f"{state_path}: config.judge.concurrency: Input should be greater" \
+                in result.stderr, result.output
+        # what the message says works: with the folder gone, the run starts its batches over
+        shutil.rmtree(run_dir / "batch")
+        assert _invoke(run).exit_code == EXIT_BATCH_PENDING
+    assert len(backend.batches) == 2

@@ -286,13 +286,12 @@ def batch() -> None:
 def batch_status(run_dir: Path) -> None:
     """Ask the endpoint where the run's open batch stands (nothing is collected)."""
     from groundjudge import api
-    from groundjudge.config import Config
-    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state
+    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state, state_config
 
     state = load_state(run_dir)
     if state is None:
         raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
-    config = Config.model_validate(state.config)
+    config = state_config(run_dir, state)  # a URL stored redacted is asked for again
     with api.open_judge(config, quiet=True) as judge:
         for record in state.batches:
             line = f"{terminal(record.id)}: {len(record.lines)} requests, "
@@ -323,13 +322,12 @@ def batch_status(run_dir: Path) -> None:
 def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -> None:
     """Poll the run's batch; when it has ended, store its replies, submit repairs if any, and
     finish the run in RUN_DIR (exit 4 while a batch is still running)."""
-    from groundjudge.config import Config
-    from groundjudge.judge.batch import load_state
+    from groundjudge.judge.batch import load_state, state_config
 
     state = load_state(run_dir)
     if state is None:
         raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
-    run_and_report(Config.model_validate(state.config), run_dir, quiet=quiet, junit=junit, batch=True,
+    run_and_report(state_config(run_dir, state), run_dir, quiet=quiet, junit=junit, batch=True,
                    batch_wait=wait)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import time
@@ -34,8 +35,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from groundjudge.config import Config, load_config
 from groundjudge.errors import GroundjudgeError, InputError
 from groundjudge.files import jsonl_lines, write_text_atomic
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
@@ -46,6 +48,7 @@ from groundjudge.judge.render import JudgeItem, render_messages
 from groundjudge.judge.results import Usage
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.verdict import VerdictError, parse_verdict
+from groundjudge.urls import is_redacted, redact_url
 
 CHAT_URL = "/v1/chat/completions"
 WINDOW = "24h"
@@ -110,6 +113,8 @@ class BatchState(_Model):
     """``RUN_DIR/batch/state.json``."""
 
     config: dict[str, Any]  # the run's resolved settings: `groundjudge batch collect` needs no flags
+    # settings stored redacted (a base URL's credentials): collect asks for them again
+    redacted: list[str] = Field(default_factory=list)
     batches: list[BatchRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)  # what collected lines cost, at batch prices
     live: dict[str, str] = Field(default_factory=dict)  # cache key -> why it is left to a live call
@@ -120,9 +125,94 @@ class BatchState(_Model):
         return next((b for b in self.batches if not b.collected), None)
 
 
+_URL_SETTINGS = (("judge", "base_url"), ("judge", "escalate", "base_url"))
+
+
+def new_state(config_json: dict[str, Any]) -> BatchState:
+    """The state of a run's first batch, its settings with every base URL redacted
+    (``groundjudge.urls``): credentials in a URL are never written."""
+    config = json.loads(json.dumps(config_json))
+    redacted = []
+    for *parents, name in _URL_SETTINGS:
+        holder: Any = config
+        for part in parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and isinstance(holder.get(name), str) and is_redacted(holder[name]):
+            holder[name] = redact_url(holder[name])
+            redacted.append(".".join([*parents, name]))
+    return BatchState(config=config, redacted=redacted)
+
+
 def load_state(run_dir: Path) -> BatchState | None:
+    """The run's batch state, or None when no batch was submitted. A file that cannot be read
+    (cut short, not JSON, not a state) is an InputError saying what to do, with the batch ids it
+    still shows, if any."""
     path = run_dir / "batch" / STATE
-    return BatchState.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+    if not path.exists():
+        return None
+    text = ""
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return BatchState.model_validate_json(text)
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        why = "is not UTF-8 text"
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"])) or "record"
+        why = ("is cut short or not valid JSON" if first["type"].startswith("json")
+               else f"is not a batch state ({where}: {first['msg']})")
+    ids = list(dict.fromkeys(m for m in re.findall(r'"id"\s*:\s*"([^"\\]{1,255})"', text) if _PLAIN_ID.match(m)))
+    known = (f"; it names batch {', '.join(ids)} (look it up, or cancel it, where it was submitted)" if ids
+             else "; no batch id can be read from it")
+    raise InputError.one(path, None, None, f"the batch state {why}{known}. {_start_over(run_dir)}")
+
+
+def _start_over(run_dir: Path) -> str:
+    return (f"To start the batches over, delete {run_dir / 'batch'} and run `groundjudge run --batch` again: "
+            "every reply already collected is in the judge cache and is not asked again")
+
+
+def state_config(run_dir: Path, state: BatchState, environ: dict[str, str] | None = None) -> Config:
+    """The run's settings as the state holds them (a ``Config``), with each redacted base URL
+    given back: ``GROUNDJUDGE_BASE_URL`` for the judge's, else the config file the run was made
+    with, when its URL is the same once redacted. Without it, an InputError saying how."""
+    path = run_dir / "batch" / STATE
+    try:
+        config = Config.model_validate(state.config)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise InputError.one(path, None, "config." + ".".join(map(str, first["loc"])),
+                             f"{first['msg']}. {_start_over(run_dir)}") from None
+    if not state.redacted:
+        return config
+    environ = dict(os.environ) if environ is None else environ
+    original = None
+    if config.source is not None and Path(config.source).is_file():
+        try:
+            original = load_config(config.source)
+        except InputError:
+            original = None
+    judge = config.judge
+    for dotted in state.redacted:
+        stored = judge.base_url if dotted == "judge.base_url" else (judge.escalate.base_url if judge.escalate else None)
+        candidates = []
+        if dotted == "judge.base_url":
+            candidates += [environ.get("GROUNDJUDGE_BASE_URL"), original.judge.base_url if original else None]
+        elif original is not None and original.judge.escalate is not None:
+            candidates.append(original.judge.escalate.base_url)
+        real = next((c for c in candidates if c and stored is not None and redact_url(c) == stored), None)
+        if real is None:
+            how = ("set GROUNDJUDGE_BASE_URL to it" if dotted == "judge.base_url" else
+                   f"keep the config file the run was made with ({config.source or 'none was used'})")
+            raise InputError.one(path, None, dotted, f"the URL held credentials and is stored as {stored} (never in "
+                                                     f"full): {how}, then run this again")
+        if dotted == "judge.base_url":
+            judge = judge.model_copy(update={"base_url": real})
+        else:
+            judge = judge.model_copy(update={"escalate": judge.escalate.model_copy(update={"base_url": real})})
+    return config.model_copy(update={"judge": judge})
 
 
 def save_state(run_dir: Path, state: BatchState) -> None:
@@ -443,7 +533,7 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
                                                             "(--judge-base-url); the embedded judge has no batches")
     pricing = batch_pricing(j.price_prompt_per_mtok, j.price_completion_per_mtok, j.batch_discount)
     allowed = {session.model, *session.settings.model_snapshots}
-    state = load_state(run_dir) or BatchState(config=config_json)
+    state = load_state(run_dir) or new_state(config_json)
     endpoint = endpoint or BatchEndpoint(session.base_url, session.settings.api_key, sleep=sleep)
     deadline = time.monotonic() + wait_s
     try:
