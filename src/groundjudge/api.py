@@ -88,6 +88,20 @@ def load_inputs(config: Config) -> Dataset:
     return dataset
 
 
+def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:
+    """Exit-2 input errors, before any work, for a run folder (``--out``) that is a file or may
+    not be written, and for report ``files`` (``--junit``) that could not be written: finding
+    out after the judge has been paid for would lose the run's reports."""
+    from groundjudge.files import file_problem, folder_problem
+
+    problem = folder_problem(Path(out_dir))
+    if problem:
+        raise InputError.one(out_dir, None, where, problem)
+    for path in files:
+        if path is not None and (problem := file_problem(Path(path))):
+            raise InputError.one(path, None, None, problem)
+
+
 def rubric_for(config: Config) -> Rubric:
     """The rubric named in ``[judge]``: from ``rubrics_dir``, else ``./rubrics`` when it exists,
     else the rubrics installed with the package."""

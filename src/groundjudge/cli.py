@@ -137,6 +137,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
         "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out})
     out_dir = config.output.out or default_out()
+    api.check_outputs(out_dir)
     doc = api.compute_metrics(config)
     result = api.profile_report(config, profile) if profile else None
     api.write_metrics_reports(doc, out_dir, result)
@@ -219,6 +220,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         freeze_after_pauses()
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+        # and a run folder, JUnit file or history the reports could not be written to
+        api.check_outputs(out_dir, junit, api.history_path(config, out_dir))
         own = api.profile_report(config, profile) if profile else None
         gc.freeze()
     finally:
@@ -480,6 +483,8 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
     from groundjudge import api
     from groundjudge.report.markdown import HEADLINE
 
+    if out is not None:
+        api.check_outputs(out)
     result = api.compare(run_a, run_b, config_a=config_a, config_b=config_b,
                          strict_chunker_version=strict_chunker_version, seed=seed)
     names = [m for m in HEADLINE if m in result["metrics"]]
