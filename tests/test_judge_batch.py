@@ -523,3 +523,12 @@ def test_a_corrupt_batch_state_is_one_clear_line_for_every_command(tmp_path: Pat
         shutil.rmtree(run_dir / "batch")
         assert _invoke(run).exit_code == EXIT_BATCH_PENDING
     assert len(backend.batches) == 2
+
+
+def test_an_output_line_nested_100000_deep_is_a_line_without_reply(tmp_path: Path) -> None:
+    record = BatchRecord(id="b1", input_file_id="f", input_path="x",
+                         lines={"a": LineInfo(key="ka", case_id="q1", config_id="c")})
+    deep = '{"custom_id": "a", "response": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    spent, seen = collect_lines([deep], record, JudgeCache(tmp_path / "cache"), allowed_models={"m"},
+                                pricing=Pricing())
+    assert spent.requests == 0 and seen == set()  # asked live by the finishing run, as any unreadable line

@@ -319,3 +319,20 @@ def test_a_flag_the_settings_refuse_is_one_clear_problem(tmp_path, args, fragmen
                                        "--out", str(tmp_path / "out"), *args])
     _one_line_exit_2(result, fragment)
     assert "s3cret" not in result.output and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply to read"),
+    ("[metrics]\nks = [0]\n", "metrics.ks.0: Input should be greater than or equal to 1"),
+    (None, "is a folder, expected a TOML config file"),
+])
+def test_a_config_file_that_cannot_be_used_is_one_clear_problem(tmp_path, text, fragment):
+    config = tmp_path / "groundjudge.toml"
+    if text is None:
+        config.mkdir()
+    else:
+        config.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["metrics", "--config", str(config), "--golden", str(EXAMPLES / "golden.jsonl"),
+                                       "--traces", str(EXAMPLES / "traces" / "candidate.jsonl"),
+                                       "--out", str(tmp_path / "out")])
+    _one_line_exit_2(result, f"{config}: {fragment}")

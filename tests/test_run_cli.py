@@ -305,3 +305,20 @@ def test_metrics_and_compare_refuse_an_out_that_is_a_file(tmp_path: Path) -> Non
     assert run.exit_code == 0, run.output
     result = CliRunner().invoke(main, ["compare", str(tmp_path / "m"), "--out", str(afile / "cmp")])
     assert result.exit_code == 2 and f"{afile} is a file, not a folder" in result.stderr
+
+
+def test_a_judge_reply_nested_100000_deep_is_a_judge_error_not_a_crash(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def script(body: dict, index: int) -> Any:
+        return Reply('{"claims": ' + deep + "}") if question_in_request(body) == BAD_QUESTION else \
+            verdict_for_request(body)
+
+    with ScriptedOpenAIServer(script) as srv:
+        proc = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
+                              env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    for cfg in ("baseline", "candidate"):
+        case = report["judge"]["per_config"][cfg]["cases"]["q002"]
+        assert case["status"] == "judge_error" and "not a JSON object" in case["reason"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -43,7 +43,7 @@ class InputsConfig(_Section):
 
 
 class MetricsConfig(_Section):
-    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    ks: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 3, 5, 10])  # cut-offs: 1 or more
     offset_window_bytes: int = Field(default=30, ge=0)
     stability_k: int = Field(default=5, ge=1)
     refusal_token: str | None = None
@@ -208,8 +208,14 @@ def load_config(path: str | Path | None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError.one(path, None, None, "config file not found") from None
+    except IsADirectoryError:
+        raise InputError.one(path, None, None, "is a folder, expected a TOML config file") from None
+    except RecursionError:
+        raise InputError.one(path, None, None, "nested too deeply to read") from None
     except UnicodeDecodeError:
         raise InputError.one(path, None, None, "config file is not valid UTF-8") from None
+    except OSError as exc:
+        raise InputError.one(path, None, None, f"cannot read the config file: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError.one(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
     base = path.resolve().parent

@@ -369,7 +369,7 @@ def collect_lines(lines: Iterable[str], record: BatchRecord, cache: JudgeCache, 
             continue
         try:
             line = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # an unreadable line: its request ends "no reply" and is asked live
         if not isinstance(line, dict):
             continue
