@@ -336,3 +336,22 @@ def test_a_config_file_that_cannot_be_used_is_one_clear_problem(tmp_path, text, 
                                        "--traces", str(EXAMPLES / "traces" / "candidate.jsonl"),
                                        "--out", str(tmp_path / "out")])
     _one_line_exit_2(result, f"{config}: {fragment}")
+
+
+@pytest.mark.parametrize(("verdict", "fragment"), [
+    ('{"query_id": "q001", "faithful": "yes"}', 'verdicts.jsonl:1: faithful: "yes" is not a label of faithful: one of '
+                                                '[true, false], or null for none'),
+    ('{"query_id": "q001", "correct": 7}', "verdicts.jsonl:1: correct: 7 is not a label of correct: one of [0, 1, 2, 3]"),
+    ('{"query_id": "q001", "correct": true}', "verdicts.jsonl:1: correct: true is not a label of correct"),
+    ('{"query_id": "q001", "correct": [1]}', "verdicts.jsonl:1: correct: [1] is not a label of correct"),
+    ('{"query_id": "q001", "faithful": {"a": 1}}', 'verdicts.jsonl:1: faithful: {"a": 1} is not a label of faithful'),
+])
+def test_another_judges_verdicts_must_be_labels_of_the_rubric(tmp_path, verdict, fragment):
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(verdict + "\n", encoding="utf-8")
+    labels = tmp_path / "kim.jsonl"
+    labels.write_text('{"query_id": "q001", "rater": "kim", "faithful": true, "correct": 2}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--judge-name", "other",
+                                       "--labels", str(labels), "--records-dir", str(tmp_path / "records")])
+    _one_line_exit_2(result, fragment)
+    assert not (tmp_path / "records").exists()

@@ -7,6 +7,7 @@ one field per criterion of the rubric.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,10 +87,22 @@ def verdicts_from_jsonl(path: Path, criteria: Sequence[CriterionInfo]) -> dict[I
         key = (v.query_id, v.config_id)
         if key in items:
             problems.append(InputProblem(str(path), line, "query_id", f"duplicate verdict for {key}"))
-        items[key] = ItemLabels({c.name: _field(v, c.name) for c in criteria})
+        labels = {c.name: _field(v, c.name) for c in criteria}
+        for c in criteria:
+            if not _is_label(labels[c.name], c):
+                shown = json.dumps(labels[c.name])
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                problems.append(InputProblem(str(path), line, c.name, f"{shown} is not a label of {c.name}: one of "
+                                                                      f"{json.dumps(c.labels)}, or null for none"))
+        items[key] = ItemLabels(labels)
     if problems:
         raise InputError(problems)
     return items
+
+
+def _is_label(value: Any, criterion: CriterionInfo) -> bool:
+    """Whether ``value`` is one of the criterion's labels (or None): True is not the grade 1."""
+    return value is None or (type(value) is (bool if criterion.kind == "binary" else int) and value in criterion.labels)
 
 
 def load_labels(paths: Sequence[Path], criteria: Sequence[CriterionInfo] | Sequence[str],
