@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -183,7 +184,8 @@ def test_hostile_text_in_the_example_stays_inert_everywhere(tmp_path: Path, monk
     with ScriptedOpenAIServer(hostile_judge) as srv:
         result = runner.invoke(main, ["run", "--config", str(config), "--rubric", "grounded_answer",
                                       "--judge-base-url", srv.base_url, "--judge-model", srv.model,
-                                      "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
+                                      "--cache-dir", str(tmp_path / "cache"), "--out", str(out),
+                                      "--junit", str(tmp_path / "junit.xml")])
     assert result.exit_code in (0, 1), result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     # the hostile text was read and kept as data: it is in report.json as it was
@@ -210,6 +212,13 @@ def test_hostile_text_in_the_example_stays_inert_everywhere(tmp_path: Path, monk
     written["metrics report.md"] = (tmp_path / "metrics" / "report.md").read_text(encoding="utf-8")
     for name, text in written.items():
         assert markdown_problems(text) == [], name
+    # the HTML report escapes it (autoescaped templates, escaped SVG text); JUnit stays XML
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in page and "<img src=x" not in page and "&lt;script&gt;alert(1)" in page
+    junit = (tmp_path / "junit.xml").read_text(encoding="utf-8")
+    assert not RAW_CONTROL.search(junit)
+    names = {case.get("classname") for case in ElementTree.fromstring(junit.encode()).iter("testcase")}
+    assert f"groundjudge.gates.{terminal(CONFIG)}" in names
     # and a reader still sees what was there
     assert markdown_code(CASE) in written["triage.md"] and "detail " + markdown(HOSTILE) in written["triage.md"]
     assert markdown(CONFIG) in written["report.md"]

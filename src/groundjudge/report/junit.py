@@ -5,6 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from groundjudge.inert import terminal
+
 
 def junit_xml(doc: dict[str, Any]) -> str:
     gates = doc["gates"]["results"]
@@ -32,4 +34,6 @@ def junit_xml(doc: dict[str, Any]) -> str:
     suite.set("tests", str(total))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    # control characters from ids and reasons are not allowed in XML: shown escaped (\x1b), the
+    # file stays XML a CI system can read
+    return terminal(ET.tostring(suite, encoding="unicode", xml_declaration=True), keep_newlines=True) + "\n"
