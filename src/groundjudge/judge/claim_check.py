@@ -95,12 +95,22 @@ def read_answer(raw: str, spec: ClaimQuestions) -> Answer:
     yes, no = {_norm(t) for t in spec.yes_tokens}, {_norm(t) for t in spec.no_tokens}
     first = _norm(text.split()[0]) if text.split() else ""
     p_yes = p_no = 0.0
-    for token, logprob in tokens[0] if tokens else []:
-        word = _norm(token)
-        if word in yes:
-            p_yes += math.exp(logprob)
-        elif word in no:
-            p_no += math.exp(logprob)
+    try:
+        for token, logprob in tokens[0] if tokens else []:
+            # a log-probability is a number <= 0 (a hair above, for rounding): NaN, infinity or
+            # 1000 from a faulty server would make the support no number at all, or overflow
+            if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or not -math.inf <= logprob <= 1e-6:
+                raise VerdictError(f"the reply's log-probability {logprob!r} for {str(token)[:20]!r} is not a "
+                                   "number <= 0")
+            word = _norm(token)
+            if word in yes:
+                p_yes += math.exp(logprob)
+            elif word in no:
+                p_no += math.exp(logprob)
+    except (TypeError, ValueError) as exc:  # alternatives that are not (token, log-probability) pairs
+        if isinstance(exc, VerdictError):
+            raise
+        raise VerdictError("the reply's token alternatives are not (token, log-probability) pairs") from None
     said_yes = first in yes if first in yes | no else p_yes > p_no
     if first not in yes | no and p_yes + p_no == 0:
         raise VerdictError(f"the answer {text[:40]!r} is neither yes nor no")
