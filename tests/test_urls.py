@@ -118,3 +118,20 @@ def test_a_batch_state_stores_the_url_redacted_and_collect_asks_for_it(tmp_path:
     assert auth == {"Basic " + base64.b64encode(f"kim:{SECRET}-pass".encode()).decode()}
     assert json.loads((run_dir / "report.json").read_text())["judge"]["base_url"].startswith("http://***@")
     assert _files_holding(tmp_path, SECRET) == [] and SECRET not in done.output + status.output
+
+
+def test_collect_takes_a_redacted_url_back_from_the_runs_config_file(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROUNDJUDGE_BASE_URL", raising=False)
+    config = _one_attempt_config(tmp_path)
+    run_dir = tmp_path / "runs" / "nightly"
+    with ScriptedOpenAIServer(example_script, batches=BatchBackend()) as srv:
+        text = config.read_text().replace("[judge]", f'[judge]\nbase_url = "{_with_userinfo(srv.base_url)}"\n'
+                                                     f'model = "{srv.model}"', 1)
+        config.write_text(text)  # the user's own file holds the secret; groundjudge writes none
+        submitted = CliRunner().invoke(main, ["run", "--config", str(config), "--rubric", "grounded_answer",
+                                              "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--batch"])
+        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
+        done = CliRunner().invoke(main, ["batch", "collect", str(run_dir), "--wait", "10"])
+    assert done.exit_code in (0, 1), done.output
+    assert [p for p in _files_holding(tmp_path, SECRET)] == ["groundjudge.toml"]
