@@ -20,6 +20,7 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "resolve_config": "groundjudge.api",
     "load_inputs": "groundjudge.api",
+    "check_outputs": "groundjudge.api",
     "rubric_for": "groundjudge.api",
     "open_judge": "groundjudge.api",
     "open_escalation": "groundjudge.api",

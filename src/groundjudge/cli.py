@@ -238,9 +238,9 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
                 click.echo(f"error: batch: {terminal(exc)}", err=True)
                 sys.exit(EXIT_JUDGE_UNREACHABLE)
             if step.kind != "done":
-                click.echo(f"{terminal(step.message)}. The batch id is in {out_dir / 'batch' / 'state.json'}; finish with "
-                           f"`groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not finished yet).",
-                           err=True)
+                click.echo(f"{terminal(step.message)}. The batch id is in {out_dir / 'batch' / 'state.json'}; "
+                           f"finish with `groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not "
+                           "finished yet).", err=True)
                 sys.exit(EXIT_BATCH_PENDING)
             if step.state.batches and not quiet:
                 click.echo(f"batch: {terminal(step.message)}")
@@ -313,7 +313,8 @@ def batch_status(run_dir: Path) -> None:
             finally:
                 endpoint.close()
             counts = found.request_counts
-            click.echo(line + terminal(found.status) + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
+            click.echo(line + terminal(found.status)
+                       + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
 
 
 @batch.command("collect")
@@ -512,8 +513,8 @@ def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs
 
     records = read_triage_jsonl(run_dir / "triage.jsonl")
     chosen = filter_records(records, tags=tags, kinds=kinds, configs=configs)
-    click.echo(terminal_json(to_jsonl(chosen)) if as_json else terminal(render_triage_markdown(chosen), keep_newlines=True),
-               nl=False)
+    shown = to_jsonl(chosen) if as_json else render_triage_markdown(chosen)
+    click.echo(terminal_json(shown) if as_json else terminal(shown, keep_newlines=True), nl=False)
 
 
 @main.group()

@@ -509,8 +509,8 @@ def submit(endpoint: BatchEndpoint, planned: Sequence[Planned], state: BatchStat
     write_text_atomic(path, "".join(p.line() + "\n" for p in planned))
     file_id = endpoint.upload(path)
     batch = endpoint.create(file_id, str(run_dir))
-    record = BatchRecord(id=plain_id("batch id", batch.id), input_file_id=file_id, input_path=str(path), status=batch.status,
-                         lines={p.custom_id: p.info for p in planned})
+    record = BatchRecord(id=plain_id("batch id", batch.id), input_file_id=file_id, input_path=str(path),
+                         status=batch.status, lines={p.custom_id: p.info for p in planned})
     state.batches.append(record)
     save_state(run_dir, state)  # the id is on disk before anything else can go wrong
     return record

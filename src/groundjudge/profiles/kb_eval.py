@@ -440,7 +440,8 @@ def _metric_rows(agg: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _render_run(doc: Mapping[str, Any]) -> str:
-    lines = [f"# kb-eval run {_cell(doc['run_id'])}", "", f"Chunker version: {markdown_code(doc['chunker_version'])}", "",
+    lines = [f"# kb-eval run {_cell(doc['run_id'])}", "",
+             f"Chunker version: {markdown_code(doc['chunker_version'])}", "",
              "| metric | value |", "|---|---:|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in _metric_rows(doc["aggregate_json"])]
     if doc.get("missing_results"):

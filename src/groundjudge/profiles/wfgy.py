@@ -380,7 +380,8 @@ def render_markdown(result: dict) -> str:
         f"| constraint integrity (SCU) | {_fmt(scu['constraint_integrity'])} | {scu['checked']} shipped with "
         f"constraints{'' if scu['enforced'] else ' (not enforced)'} |",
         "",
-        f"Answered {result['answered']}, refused {result['refused']} (refusal token {markdown_code(result['refusal_token'])}).",
+        f"Answered {result['answered']}, refused {result['refused']} "
+        f"(refusal token {markdown_code(result['refusal_token'])}).",
         "",
         "## Gates",
         "",
@@ -392,9 +393,11 @@ def render_markdown(result: dict) -> str:
                      f"{'pass' if gate['passed'] else 'FAIL'} |")
     notes = []
     if result["missing_trace"]:
-        notes.append(f"- No trace (scored as an empty shipped claim): {', '.join(map(markdown, result['missing_trace']))}")
+        notes.append("- No trace (scored as an empty shipped claim): "
+                     + ", ".join(map(markdown, result["missing_trace"])))
     if result["unknown_trace"]:
-        notes.append(f"- Traces for qids not in the gold set (ignored): {', '.join(map(markdown, result['unknown_trace']))}")
+        notes.append("- Traces for qids not in the gold set (ignored): "
+                     + ", ".join(map(markdown, result["unknown_trace"])))
     if result["superseded_traces"]:
         notes.append(f"- {result['superseded_traces']} earlier trace line(s) replaced by a later run of the same qid")
     if scu["violations"]:

@@ -80,9 +80,12 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
         for c, cid, claim in bad[:40]:
             text = markdown(claim["claim"])
             conf = "–" if claim.get("confidence") is None else f"{claim['confidence']:.2f}"
-            unfound = "–" if claim.get("unfound_terms") is None else ", ".join(map(markdown, claim["unfound_terms"])) or "none"
+            terms = claim.get("unfound_terms")
+            unfound = "–" if terms is None else ", ".join(map(markdown, terms)) or "none"
+            cited = ", ".join(map(markdown_code, claim["cited"]))
+            support = ", ".join(map(markdown_code, claim["support"]))
             out.append(f"| {markdown_code(cid)} | {markdown(c)} | {claim['class']} | {text} | {conf} | {unfound} | "
-                       f"{', '.join(map(markdown_code, claim['cited']))} | {', '.join(map(markdown_code, claim['support']))} |")
+                       f"{cited} | {support} |")
         if len(bad) > 40:
             out.append(f"\n… and {len(bad) - 40} more in report.json and triage.md.")
     return "\n".join(out) + "\n"

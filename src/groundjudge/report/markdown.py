@@ -73,7 +73,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     out += ["## Accounting", "",
             f"- queries in the qrels: {acc['cases']}" if trec else f"- cases in the golden set: {acc['cases']}",
             *(f"- {markdown_code(cfg)}: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
-              + (f" ({', '.join(map(markdown, acc['missing_trace'][cfg][:10]))})" if acc['missing_trace'].get(cfg) else "")
+              + (f" ({', '.join(map(markdown, acc['missing_trace'][cfg][:10]))})"
+                 if acc['missing_trace'].get(cfg) else "")
               for cfg, n in acc["scored"].items()),
             *([] if trec else [
                 f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",

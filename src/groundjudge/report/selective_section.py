@@ -45,7 +45,8 @@ def _why(item: dict[str, Any]) -> str:
 
 def _cutoff_row(judge: str, name: str, c: dict[str, Any]) -> str:
     lam = "none: keeps nothing" if c["cutoff"] is None else f"{c['cutoff']:g}"
-    return (f"| {judge} | {markdown(name)} | {lam} | {c['target_agreement']:g} | {c['risk']:g} | {number(c['coverage'], 3)} "
+    return (f"| {judge} | {markdown(name)} | {lam} | {c['target_agreement']:g} | {c['risk']:g} | "
+            f"{number(c['coverage'], 3)} "
             f"(n={c['n']}) | {number(c['bound'], 3)} |")
 
 
@@ -109,7 +110,8 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
             ppi = c["ppi"]
             ppi_text = ("–" if not ppi or ppi["corrected"] is None else
                         f"{ppi['corrected']:.3f} [{ppi['ci_low']:.3f}, {ppi['ci_high']:.3f}] (n={ppi['n_labelled']})")
-            out.append(f"| {markdown(cfg)} | {markdown(name)} | {c['items']} | {k['trusted']} | {k['escalated']} | {k['human']} | "
+            out.append(f"| {markdown(cfg)} | {markdown(name)} | {c['items']} | {k['trusted']} | {k['escalated']} | "
+                       f"{k['human']} | "
                        f"{k['queued']} | {number(c['coverage'], 3)} | {number(c['rate'], 3)} | {level} | {ppi_text} |")
     gates = [g for g in doc["gates"]["results"] if g.get("all_or_nothing")]
     if gates:

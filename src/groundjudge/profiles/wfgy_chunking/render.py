@@ -86,11 +86,13 @@ def _gates_and_notes(result: dict[str, Any]) -> list[str]:
                       f"drop {_fmt(live['drop_points'])} points (at most {live['max_drop_points']})."]
     notes = []
     if result["bad_qids"]:
-        notes.append(f"- Flagged (coverage 0 or cited ΔS > {BAD_DELTA_S}): {', '.join(map(markdown, result['bad_qids']))}")
+        notes.append(f"- Flagged (coverage 0 or cited ΔS > {BAD_DELTA_S}): "
+                     + ", ".join(map(markdown, result["bad_qids"])))
     if result["missing_trace"]:
         notes.append(f"- No run (scored as retrieving nothing): {', '.join(map(markdown, result['missing_trace']))}")
     if result["unknown_trace"]:
-        notes.append(f"- Runs for qids not in the gold set (ignored): {', '.join(map(markdown, result['unknown_trace']))}")
+        notes.append("- Runs for qids not in the gold set (ignored): "
+                     + ", ".join(map(markdown, result["unknown_trace"])))
     if notes:
         lines += ["", "## Notes", "", *notes]
     return lines
