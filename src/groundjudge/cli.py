@@ -144,7 +144,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
     print_summary(doc, quiet)
     if not quiet:
         if result is not None:
-            click.echo(result.markdown)
+            click.echo(terminal(result.markdown, keep_newlines=True))
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
     if result is not None and result.passed is False:
         sys.exit(1)
