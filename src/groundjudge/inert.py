@@ -10,8 +10,9 @@ from outside goes through one of these functions on its way out:
   controls that reorder what a reader sees are shown in their escaped form (``\\x1b``,
   ``\\u202e``); line breaks too, unless the text is our own multi-line output.
 - :func:`markdown` for text inside a Markdown line or table cell: the characters that make
-  markup (``* _ [ ] < > ! | ~ & # \\`` and the backtick) are backslash-escaped, so it renders as
-  the same text, line breaks become spaces and control characters are shown as above.
+  markup (``\\ * _ [ ] | ~ &``, the backtick, a ``<`` that could open a tag, and ``# - + >``
+  or ``1.`` where a line would start) are backslash-escaped, so it renders as the same text;
+  line breaks become spaces and control characters are shown as above.
 - :func:`markdown_code` for an id shown as code: a code span no backtick inside can close.
 - :func:`terminal_json` for JSON printed for a program to read (``--json``): the same
   characters as ``\\u`` escapes, so the text stays the same JSON.
