@@ -4,6 +4,7 @@ failed lines, an expired batch, a server restart mid-poll; the vLLM offline file
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -445,6 +446,123 @@ def test_poll_backs_off_and_lines_missing_from_every_file_are_failed(tmp_path: P
 
     cache = JudgeCache(tmp_path / "cache")
     (tmp_path / "batch").mkdir()
-    spent = collect(endpoint, batch, record, cache, tmp_path, allowed_models={"m"}, pricing=Pricing())  # type: ignore[arg-type]
+    spent = collect(endpoint, batch, record, cache, tmp_path, allowed_models={"m"}, pricing=Pricing(),  # type: ignore[arg-type]
+                    number=1)
     assert spent.requests == 0 and record.collected
     assert record.failed == {"a": "batch failed: no reply for this line", "b": "batch failed: no reply for this line"}
+
+
+# --- a hostile server: ids that are paths -----------------------------------------------------
+
+HOSTILE_ID = "x/../../../../PWN"
+
+
+def _outside(root: Path, run_dir: Path) -> list[Path]:
+    """Files under ``root`` that are not under ``run_dir`` or the cache (written by nothing else)."""
+    return [p for p in root.rglob("*") if p.is_file() and run_dir not in p.parents
+            and (root / "cache") not in p.parents and p.name != "groundjudge.toml" and p.suffix != ".sqlite"
+            and not p.name.startswith("history.sqlite")]
+
+
+def test_a_server_chosen_batch_id_never_becomes_a_path(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    run_dir = tmp_path / "a" / "b" / "out"  # deep enough that the id's ../ would land inside tmp_path
+    backend = BatchBackend(batch_ids=lambda: HOSTILE_ID)
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
+                "--quiet", "--batch", "--batch-wait", "5"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output  # the endpoint misbehaves: exit 3, as for an unreachable one
+    assert "error: batch: the endpoint answered the batch id 'x/../../../../PWN', which is not a plain id" in result.stderr
+    assert "Traceback" not in result.output
+    assert _outside(tmp_path, run_dir) == []
+    assert not list(tmp_path.rglob("*PWN*"))
+
+
+def test_a_server_chosen_file_id_never_becomes_a_path(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    run_dir = tmp_path / "a" / "b" / "out"
+    backend = BatchBackend(file_ids=lambda: HOSTILE_ID)
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
+                "--quiet", "--batch", "--batch-wait", "5"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output
+    assert "the endpoint answered the output file id 'x/../../../../PWN', which is not a plain id" in result.stderr
+    assert not list(tmp_path.rglob("*PWN*")) and _outside(tmp_path, run_dir) == []
+
+
+def test_batch_files_are_named_by_the_batch_number(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    with ScriptedOpenAIServer(example_script, batches=BatchBackend()) as srv:
+        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                "--quiet", "--batch", "--batch-wait", "10"]
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code in (0, 1), result.output
+    names = sorted(p.name for p in (tmp_path / "out" / "batch").iterdir())
+    assert names == ["input-1.jsonl", "input-2.jsonl", "output-1.jsonl", "output-2.jsonl", "state.json"]
+
+
+# --- a truncated or corrupt batch state --------------------------------------------------------
+
+def _corruptions(text: str) -> dict[str, str | bytes | None]:
+    cut = text.index('"lines"') + 200  # after the batch id, in the middle of its lines
+    return {"cut mid-way": text[:cut], "cut early": text[:40], "not JSON": "{this is not json",
+            "a list": "[]", "wrong shape": '{"config": {}, "batches": [{"id": "batch_1"}]}',
+            "a hostile id": text.replace('"id":"batch_', '"id":"../../x').replace('"id": "batch_', '"id": "../../x'),
+            "binary": b"\xff\xfe\x00garbage", "empty": "", "a folder": None}
+
+
+def test_a_corrupt_batch_state_is_one_clear_line_for_every_command(tmp_path: Path) -> None:
+    config = _one_attempt_config(tmp_path)
+    backend = BatchBackend(polls_to_complete=10_000)
+    run_dir = tmp_path / "out"
+    state_path = run_dir / "batch" / "state.json"
+    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
+        run = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
+               "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--batch"]
+        assert _invoke(run).exit_code == EXIT_BATCH_PENDING
+        good = state_path.read_text(encoding="utf-8")
+        batch_id = json.loads(good)["batches"][0]["id"]
+        for name, broken in _corruptions(good).items():
+            if broken is None:
+                state_path.unlink()
+                state_path.mkdir()
+            elif isinstance(broken, bytes):
+                state_path.write_bytes(broken)
+            else:
+                state_path.write_text(broken, encoding="utf-8")
+            for args in (run, ["batch", "status", str(run_dir)], ["batch", "collect", str(run_dir)]):
+                result = CliRunner().invoke(main, args)
+                lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+                assert result.exit_code == 2, (name, args[:2], result.output)
+                assert lines[0] == "error: bad input" and len(lines) == 2, (name, lines)
+                assert lines[1].startswith(f"{state_path}: the batch state "), (name, lines[1])
+                assert f"delete {run_dir / 'batch'} and run `groundjudge run --batch` again" in lines[1]
+                assert "Traceback" not in result.output
+                if name == "cut mid-way":
+                    assert f"it names batch {batch_id}" in lines[1]
+            if broken is None:
+                state_path.rmdir()
+        # settings in the state the run cannot use: named, for the commands that read them
+        state_path.write_text(good.replace('"concurrency": 4', '"concurrency": -1'), encoding="utf-8")
+        for args in (["batch", "status", str(run_dir)], ["batch", "collect", str(run_dir)]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code == 2 and f"{state_path}: config.judge.concurrency: Input should be greater" \
+                in result.stderr, result.output
+        # what the message says works: with the folder gone, the run starts its batches over
+        shutil.rmtree(run_dir / "batch")
+        assert _invoke(run).exit_code == EXIT_BATCH_PENDING
+    assert len(backend.batches) == 2
+
+
+def test_an_output_line_nested_100000_deep_is_a_line_without_reply(tmp_path: Path) -> None:
+    record = BatchRecord(id="b1", input_file_id="f", input_path="x",
+                         lines={"a": LineInfo(key="ka", case_id="q1", config_id="c")})
+    deep = '{"custom_id": "a", "response": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    spent, seen = collect_lines([deep], record, JudgeCache(tmp_path / "cache"), allowed_models={"m"},
+                                pricing=Pricing())
+    assert spent.requests == 0 and seen == set()  # asked live by the finishing run, as any unreadable line

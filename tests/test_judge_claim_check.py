@@ -96,9 +96,10 @@ def test_a_sampled_answer_that_is_not_a_rubric_word_is_invalid_whatever_the_alte
 
 
 @pytest.mark.parametrize("stored", ['{"text": ["Yes"], "tokens": []}', '{"text": "Yes", "tokens": {"a": 1}}',
-                                    '{"text": "Yes", "tokens": [[["Yes", "high"]]]}', "[" * 100_000, "{}"])
+                                    '{"text": "Yes", "tokens": [[["Yes", "high"]]]}', '{"text": "Yes", "tokens": [[1]]}',
+                                    "[" * 100_000, "{}"])
 def test_an_unreadable_stored_answer_is_invalid_not_a_crash(stored: str) -> None:
-    with pytest.raises(VerdictError, match="not readable"):
+    with pytest.raises(VerdictError, match="not readable|not a number|not .token, log-probability. pairs"):
         read_answer(stored, SPEC)
 
 
@@ -394,3 +395,34 @@ def test_an_unreadable_memo_is_derived_again_and_a_failed_case_keeps_none(tmp_pa
         assert failed.status == "judge_error" and cache.get(engine._memo_key(other)) is None
     finally:
         cache.close()
+
+
+# --- a server's log-probabilities that are no log-probabilities ----------------------------------
+
+@pytest.mark.parametrize("logprob", [math.inf, math.nan, 1000.0, 5.0, "x"], ids=["inf", "nan", "1000", "5", "str"])
+def test_logprobs_that_are_not_numbers_below_zero_are_invalid_answers(tmp_path: Path, logprob: Any) -> None:
+    # before: Infinity gave a faithfulness of null over n = 4 (a mean with no value that still
+    # counted its cases), 1000 an OverflowError and "x" a TypeError that ended the run
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+    from tests.test_judge_batch import _one_attempt_config
+
+    def script(body: dict, index: int) -> Reply:
+        return Reply("Yes", top_logprobs=((("Yes", logprob), ("No", -3.0)),))
+
+    config = _one_attempt_config(tmp_path)
+    with ScriptedOpenAIServer(script) as srv:
+        result = CliRunner().invoke(main, ["run", "--config", str(config), "--rubric", "claim_check",
+                                           "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--cache-dir",
+                                           str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--quiet",
+                                           "--max-cases", "4"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    asked = [c for s in report["judge"]["per_config"].values() for c in s["cases"].values()
+             if c["status"] != "skipped"]
+    assert len(asked) == 4 and all(c["status"] == "judge_error" and "is not a number <= 0" in c["reason"]
+                                   for c in asked)
+    for section in report["judge"]["per_config"].values():
+        for summary in section["summary"]["metrics"].values():
+            assert summary["n"] == 0 or summary["value"] is not None  # never a null mean over counted cases

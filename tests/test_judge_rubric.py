@@ -181,3 +181,31 @@ def test_rendering_with_a_missing_value_fails_loudly() -> None:
     rubric = load_rubric(RUBRICS, "grounded_answer")
     with pytest.raises(Exception, match="contexts"):
         rubric.render_user(question="q", answer="a", expected_answer="e", citations=[])
+
+
+# --- rubric names and files that cannot be used: one clear line -----------------------------------
+
+def test_a_rubric_id_is_a_name_never_a_path_or_a_pattern(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    for rubric_id in ("../../etc", "*", "claim_check/../grounded_answer"):
+        result = CliRunner().invoke(main, ["rubrics", "show", rubric_id])
+        assert result.exit_code == 2 and f"{rubric_id!r} is not a rubric id" in result.stderr, result.output
+
+
+def test_a_rubric_or_lock_file_that_cannot_be_read_is_one_clear_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    folder = tmp_path / "rubrics"
+    (folder / "deep").mkdir(parents=True)
+    (folder / "deep" / "v1.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = CliRunner().invoke(main, ["rubrics", "list", "--dir", str(folder)])
+    assert result.exit_code == 2 and f"{folder / 'deep' / 'v1.yaml'}: nested too deeply to read" in result.stderr
+    (folder / "deep" / "v1.yaml").unlink()
+    (folder / "rubrics.lock").write_text("[1]\n")
+    result = CliRunner().invoke(main, ["rubrics", "list", "--dir", str(folder)])
+    assert result.exit_code == 2 and "rubrics.lock: rubrics: expected an object" in result.stderr, result.output

@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from groundjudge.contracts import Citation, ContextChunk, RetrievedChunk, Trace
 from groundjudge.load.dataset import load_golden, load_traces
@@ -127,18 +128,21 @@ def test_a_trace_keeps_its_lists_where_the_columns_do_not_fit(tmp_path: Path):
     assert trace == _parsed(json.dumps(line))
 
 
-def test_nan_scores_and_the_ranking_as_with_lists():
-    """Scores held in an array read back the same floats, NaN included, and rank the same way
-    as the list of items, on random traces (ties, repeated ids, NaN)."""
+def test_scores_and_the_ranking_as_with_lists():
+    """Scores held in an array read back the same floats and rank the same way as the list of
+    items, on random traces (ties, repeated ids, negative scores). A NaN score is refused when
+    a trace is read (SPEC 10: non-finite numbers are malformed), so none reaches the arrays."""
+    with pytest.raises(ValidationError):
+        RetrievedChunk(chunk_id="c", score=math.nan)
     rng = random.Random(7)
     for _ in range(500):
         n = rng.randint(1, 8)
         chunks = [RetrievedChunk(chunk_id=f"c{rng.randint(0, 5)}",
-                                 score=rng.choice([0.5, 0.25, math.nan, rng.random()])) for _ in range(n)]
+                                 score=rng.choice([0.5, 0.25, -1.0, rng.random()])) for _ in range(n)]
         columns = RetrievedColumns.of(chunks)
         assert columns is not None
         scores = chunk_scores(columns)
-        assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(scores, (c.score for c in chunks)))
+        assert list(scores) == [c.score for c in chunks]
         as_list = Trace(query_id="q", config_id="c", retrieved_chunks=chunks)
         as_columns = Trace(query_id="q", config_id="c", retrieved_chunks=chunks)
         object.__setattr__(as_columns, "retrieved_chunks", columns)

@@ -173,3 +173,34 @@ def test_undecodable_bytes_are_refused_with_their_line(tmp_path: Path, reader) -
 def test_missing_file_is_an_input_error(tmp_path: Path, reader) -> None:
     error = refused(reader, tmp_path / "absent")
     assert "cannot read" in error.problems[0].problem
+
+
+@pytest.mark.parametrize("grade", ["99999999999999999999999", "101", "-101"])
+def test_a_grade_out_of_range_is_refused_before_any_metric(tmp_path: Path, grade: str) -> None:
+    # ndcg_exp's gain 2**grade - 1 of the first grade would take all the memory there is: the
+    # process runs under a memory limit, so a regression fails here instead of taking the machine
+    import resource
+    import subprocess
+    import sys
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"q1 0 d1 1\nq1 0 d2 {grade}\n")
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d2 1 0.9 tag\nq1 Q0 d1 2 0.5 tag\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    proc = subprocess.run([sys.executable, "-m", "groundjudge.cli", "metrics", "--qrels", str(qrels), "--run", str(run),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limit)
+    assert proc.returncode == 2, proc.stderr[-500:]
+    assert f"qrels.txt:2: relevance: grade {grade[:40]} is out of range: grades are integers from -100 to 100" \
+        in proc.stderr
+    assert read_qrels(_qrels_with(tmp_path, "100")) == {"q1": {"d1": 1, "d2": 100}}  # the bounds themselves are fine
+
+
+def _qrels_with(tmp_path: Path, grade: str) -> Path:
+    path = tmp_path / "edge.txt"
+    path.write_text(f"q1 0 d1 1\nq1 0 d2 {grade}\n")
+    return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -348,3 +349,82 @@ def test_ctrl_c_stops_the_embedded_judge_before_exiting_130(tmp_path: Path) -> N
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid), 0)
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+# --- an --out the reports could not be written to: said before any judge call ---------------------
+
+@contextlib.contextmanager
+def unwritable(folder: Path) -> Any:
+    """``folder`` made unwritable for this process: by its mode, and for root (whom modes do not
+    stop) by the immutable attribute; the test is skipped where neither can be set."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o555)
+    immutable = False
+    try:
+        if os.access(folder, os.W_OK):
+            immutable = subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+            if not immutable:
+                pytest.skip("cannot make a folder unwritable for this user here")
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
+
+
+def _run_into(srv: ScriptedOpenAIServer, tmp_path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    args = groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet", *extra)
+    args[args.index("--out") + 1] = str(out)
+    return subprocess.run(args, cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120)
+
+
+def test_an_out_that_is_a_file_or_unwritable_stops_before_any_judge_call(tmp_path: Path) -> None:
+    afile = tmp_path / "taken"
+    afile.write_text("not a folder\n")
+    with ScriptedOpenAIServer(example_script) as srv:
+        results = {"a file": _run_into(srv, tmp_path, afile), "inside a file": _run_into(srv, tmp_path, afile / "run"),
+                   "junit a folder": _run_into(srv, tmp_path, tmp_path / "out", "--junit", str(tmp_path))}
+        with unwritable(tmp_path / "locked") as locked:
+            results["unwritable"] = _run_into(srv, tmp_path, locked / "run")
+            results["history unwritable"] = _run_into(srv, tmp_path, tmp_path / "out",
+                                                      "--history", str(locked / "history.sqlite"))
+        calls = srv.call_count
+    expected = {"a file": f"{afile}: out: {afile} is a file, not a folder",
+                "inside a file": f"{afile / 'run'}: out: {afile} is a file, not a folder",
+                "junit a folder": f"{tmp_path}: {tmp_path} is a folder: give a file name",
+                "unwritable": f"{tmp_path / 'locked' / 'run'}: out: {tmp_path / 'locked'} cannot be written",
+                "history unwritable": f"{tmp_path / 'locked' / 'history.sqlite'}: {tmp_path / 'locked'} cannot be"}
+    for name, proc in results.items():
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and lines[0] == "error: bad input" and len(lines) == 2, (name, proc.stderr)
+        assert lines[1].startswith(expected[name]), (name, lines[1])
+    assert calls == 0 and not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+    assert afile.read_text() == "not a folder\n"
+
+
+def test_metrics_and_compare_refuse_an_out_that_is_a_file(tmp_path: Path) -> None:
+    afile = tmp_path / "taken"
+    afile.write_text("x")
+    result = CliRunner().invoke(main, ["metrics", "--config", str(EXAMPLE), "--out", str(afile)])
+    assert result.exit_code == 2 and f"{afile}: out: {afile} is a file, not a folder" in result.stderr
+    run = CliRunner().invoke(main, ["metrics", "--config", str(EXAMPLE), "--out", str(tmp_path / "m")])
+    assert run.exit_code == 0, run.output
+    result = CliRunner().invoke(main, ["compare", str(tmp_path / "m"), "--out", str(afile / "cmp")])
+    assert result.exit_code == 2 and f"{afile} is a file, not a folder" in result.stderr
+
+
+def test_a_judge_reply_nested_100000_deep_is_a_judge_error_not_a_crash(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def script(body: dict, index: int) -> Any:
+        return Reply('{"claims": ' + deep + "}") if question_in_request(body) == BAD_QUESTION else \
+            verdict_for_request(body)
+
+    with ScriptedOpenAIServer(script) as srv:
+        proc = subprocess.run(groundjudge_run(srv.base_url, srv.model, tmp_path, "--quiet"), cwd=ROOT,
+                              env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    for cfg in ("baseline", "candidate"):
+        case = report["judge"]["per_config"][cfg]["cases"]["q002"]
+        assert case["status"] == "judge_error" and "not a JSON object" in case["reason"]

@@ -20,6 +20,7 @@ __version__ = "0.3.0"
 _EXPORTS = {
     "resolve_config": "groundjudge.api",
     "load_inputs": "groundjudge.api",
+    "check_outputs": "groundjudge.api",
     "rubric_for": "groundjudge.api",
     "check_gate_config": "groundjudge.api",
     "open_judge": "groundjudge.api",

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from groundjudge.collector import collector_paused, release_free_pages
 from groundjudge.config import Config, apply_environment, load_config
-from groundjudge.errors import InputError, StorageError
+from groundjudge.errors import InputError, InputProblem, StorageError
 
 # Stages are imported where they are used: `groundjudge metrics` never loads the judge client
 # or scikit-learn, so it starts as fast as a plain script.
@@ -53,7 +55,11 @@ def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] 
             continue
         section, name = dotted.split(".")
         data[section][name] = list(value) if isinstance(value, tuple) else value
-    return Config.model_validate(data)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:  # a flag's value the settings refuse (--concurrency 1000)
+        raise InputError([InputProblem("command line", None, ".".join(map(str, err["loc"])), err["msg"])
+                          for err in exc.errors(include_url=False)]) from None
 
 
 def metric_settings(config: Config) -> MetricSettings:
@@ -92,6 +98,20 @@ def load_inputs(config: Config) -> Dataset:
     with collector_paused():  # records hold no cycles; the collector walking them took most of the load time
         dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
     return dataset
+
+
+def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:
+    """Exit-2 input errors, before any work, for a run folder (``--out``) that is a file or may
+    not be written, and for report ``files`` (``--junit``) that could not be written: finding
+    out after the judge has been paid for would lose the run's reports."""
+    from groundjudge.files import file_problem, folder_problem
+
+    problem = folder_problem(Path(out_dir))
+    if problem:
+        raise InputError.one(out_dir, None, where, problem)
+    for path in files:
+        if path is not None and (problem := file_problem(Path(path))):
+            raise InputError.one(path, None, None, problem)
 
 
 def rubric_for(config: Config) -> Rubric:
@@ -442,7 +462,9 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     if pending is not None:
         append_history(pending)
         if pending.problem:
-            log.write(f"warning: {pending.problem}\n")
+            from groundjudge.inert import terminal
+
+            log.write(f"warning: {terminal(pending.problem)}\n")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
@@ -606,20 +628,43 @@ def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, pr
 # --- comparing runs ------------------------------------------------------------------------
 
 def _load_run_document(path: Path) -> dict[str, Any]:
-    import json
-
-    from groundjudge.load.records import read_text
+    from groundjudge.load.records import json_document
 
     if path.is_dir():
         candidates = [path / "report.json", path / "metrics.json"]
         path = next((p for p in candidates if p.exists()), candidates[-1])
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    doc = json_document(path)
     if not isinstance(doc, dict) or "per_config" not in doc:
         raise InputError.one(path, None, "per_config", "not a groundjudge metrics.json or report.json")
+    _check_compared_part(path, doc)
     return doc
+
+
+def _check_compared_part(path: Path, doc: dict[str, Any]) -> None:
+    """What ``compare`` reads of a run document, checked before it is read: an edited or
+    foreign file is a problem naming its field, never a KeyError halfway through."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+    from groundjudge.errors import InputProblem
+
+    class Side(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        per_case: dict[str, dict[str, float | None]]
+        versions: dict[str, list[str] | str | None] = {}
+
+    class Compared(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        configs: list[str] = Field(min_length=1)
+        per_config: dict[str, Side]
+
+    try:
+        run = Compared.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError([InputProblem(str(path), None, ".".join(map(str, e["loc"])), e["msg"])
+                          for e in exc.errors(include_url=False)[:5]]) from None
+    missing = [c for c in run.configs if c not in run.per_config]
+    if missing:
+        raise InputError.one(path, None, "configs", f"configs without a per_config section: {missing}")
 
 
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,

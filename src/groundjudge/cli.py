@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from groundjudge.errors import InputError, JudgeUnavailable, StorageError
+from groundjudge.inert import terminal, terminal_json
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -50,7 +51,7 @@ class GroundjudgeGroup(click.Group):
             click.echo("interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except JudgeUnavailable as exc:
-            click.echo(f"error: judge unavailable: {exc}", err=True)
+            click.echo(f"error: judge unavailable: {terminal(exc)}", err=True)
             ctx.exit(EXIT_JUDGE_UNREACHABLE)
         except StorageError as exc:
             click.echo(f"error: {exc}", err=True)
@@ -59,7 +60,7 @@ class GroundjudgeGroup(click.Group):
             # Plain echo, not rich: a message must never be wrapped mid-path.
             click.echo("error: bad input", err=True)
             for problem in exc.problems:
-                click.echo(f"  {problem}", err=True)
+                click.echo(f"  {terminal(problem)}", err=True)  # values quoted from inputs stay inert
             ctx.exit(EXIT_BAD_INPUT)
 
 
@@ -78,15 +79,18 @@ def print_summary(doc: dict[str, Any], quiet: bool) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from groundjudge.report.markdown import fmt, headline_metrics
 
+    # Text, not str: rich would read "[link=...]" in a config id as its own markup
     table = Table(title="groundjudge metrics", show_lines=False)
     table.add_column("metric")
     for cfg in doc["configs"]:
-        table.add_column(cfg, justify="right")
+        table.add_column(Text(terminal(cfg)), justify="right")
     for metric in headline_metrics(doc)[:14]:
-        table.add_row(metric, *(fmt(doc["per_config"][cfg]["aggregate"].get(metric)) for cfg in doc["configs"]))
+        table.add_row(Text(terminal(metric)), *(fmt(doc["per_config"][cfg]["aggregate"].get(metric))
+                                                for cfg in doc["configs"]))
     Console(highlight=False).print(table)
 
 
@@ -149,13 +153,14 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
         "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out})
     out_dir = config.output.out or default_out()
+    api.check_outputs(out_dir)
     doc = api.compute_metrics(config)
     result = api.profile_report(config, profile) if profile else None
     api.write_metrics_reports(doc, out_dir, result)
     print_summary(doc, quiet)
     if not quiet:
         if result is not None:
-            click.echo(result.markdown)
+            click.echo(terminal(result.markdown, keep_newlines=True))
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
     if result is not None and result.passed is False:
         sys.exit(1)
@@ -232,6 +237,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         freeze_after_pauses()
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+        # and a run folder, JUnit file or history the reports could not be written to
+        api.check_outputs(out_dir, junit, api.history_path(config, out_dir))
         own = api.profile_report(config, profile) if profile else None
         gc.freeze()
     finally:
@@ -245,15 +252,15 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
             try:
                 step = api.batch_step(config, judge, out_dir, dataset=dataset, wait_s=batch_wait)
             except BatchError as exc:
-                click.echo(f"error: batch: {exc}", err=True)
+                click.echo(f"error: batch: {terminal(exc)}", err=True)
                 sys.exit(EXIT_JUDGE_UNREACHABLE)
             if step.kind != "done":
-                click.echo(f"{step.message}. The batch id is in {out_dir / 'batch' / 'state.json'}; finish with "
-                           f"`groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not finished yet).",
-                           err=True)
+                click.echo(f"{terminal(step.message)}. The batch id is in {out_dir / 'batch' / 'state.json'}; "
+                           f"finish with `groundjudge batch collect {out_dir}` (exit code {EXIT_BATCH_PENDING}: not "
+                           "finished yet).", err=True)
                 sys.exit(EXIT_BATCH_PENDING)
             if step.state.batches and not quiet:
-                click.echo(f"batch: {step.message}")
+                click.echo(f"batch: {terminal(step.message)}")
             spent = step.state.usage
             # The batches already asked again what earlier runs left invalid; what is still
             # invalid now stays judge_error rather than being asked a third time, live.
@@ -272,16 +279,16 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         click.echo(f"judge: {t.done} done, {t.cache_hits} from cache, {t.judge_errors} judge_error, "
                    f"{t.usage.requests} requests, {t.usage.tokens_text()}")
         gates = result.gates
-        click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + "; ".join(gates.failed)))
+        click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + terminal("; ".join(gates.failed))))
         click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
         if own is not None:
             click.echo(f"profile {own.name}: " + {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed])
     if result.judge_stopped:
-        click.echo(f"judge stopped: {result.judge_stopped} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
+        click.echo(f"judge stopped: {terminal(result.judge_stopped)} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
                    "is unknown; the run is kept in the history but compared with nothing)", err=True)
     cache_state = result.judge.cache
     if cache_state.get("problem"):
-        click.echo(f"warning: {cache_state['problem']}", err=True)
+        click.echo(f"warning: {terminal(cache_state['problem'])}", err=True)
     if cache_state.get("legacy_entries_skipped"):
         click.echo(f"note: {cache_state['legacy_entries_skipped']} judge cache entries in the format of groundjudge "
                    "before 0.3 (pickles) were not read; `groundjudge cache migrate` converts them", err=True)
@@ -306,18 +313,18 @@ def batch() -> None:
 def batch_status(run_dir: Path) -> None:
     """Ask the endpoint where the run's open batch stands (nothing is collected)."""
     from groundjudge import api
-    from groundjudge.config import Config
-    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state
+    from groundjudge.judge.batch import BatchEndpoint, BatchError, load_state, state_config
 
     state = load_state(run_dir)
     if state is None:
         raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
-    config = Config.model_validate(state.config)
+    config = state_config(run_dir, state)  # a URL stored redacted is asked for again
     with api.open_judge(config, quiet=True) as judge:
         for record in state.batches:
-            line = f"{record.id}: {len(record.lines)} requests, "
+            line = f"{terminal(record.id)}: {len(record.lines)} requests, "
             if record.collected:
-                click.echo(line + f"collected ({record.status}): {record.stored} stored, {len(record.failed)} failed")
+                click.echo(line + f"collected ({terminal(record.status)}): {record.stored} stored, "
+                           f"{len(record.failed)} failed")
                 continue
             if judge.base_url is None:
                 raise InputError.one(run_dir, None, "judge.base_url", "the run has no judge base URL")
@@ -325,12 +332,13 @@ def batch_status(run_dir: Path) -> None:
             try:
                 found = endpoint.retrieve(record.id)
             except BatchError as exc:
-                click.echo(f"error: batch: {exc}", err=True)
+                click.echo(f"error: batch: {terminal(exc)}", err=True)
                 sys.exit(EXIT_JUDGE_UNREACHABLE)
             finally:
                 endpoint.close()
             counts = found.request_counts
-            click.echo(line + f"{found.status}" + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
+            click.echo(line + terminal(found.status)
+                       + (f" ({counts.completed} done, {counts.failed} failed)" if counts else ""))
 
 
 @batch.command("collect")
@@ -342,13 +350,12 @@ def batch_status(run_dir: Path) -> None:
 def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -> None:
     """Poll the run's batch; when it has ended, store its replies, submit repairs if any, and
     finish the run in RUN_DIR (exit 4 while a batch is still running)."""
-    from groundjudge.config import Config
-    from groundjudge.judge.batch import load_state
+    from groundjudge.judge.batch import load_state, state_config
 
     state = load_state(run_dir)
     if state is None:
         raise InputError.one(run_dir / "batch" / "state.json", None, None, "no batch was submitted for this run")
-    run_and_report(Config.model_validate(state.config), run_dir, quiet=quiet, junit=junit, batch=True,
+    run_and_report(state_config(run_dir, state), run_dir, quiet=quiet, junit=junit, batch=True,
                    batch_wait=wait)
 
 
@@ -389,12 +396,12 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
         points += trend(store, list(metrics) or default_metrics(holder, cfg), config=cfg, last=last)
     if as_json:
         for p in points:
-            click.echo(json.dumps(p.as_dict()))
+            click.echo(json.dumps(p.as_dict()))  # ASCII: every control character \u-escaped
     else:
         by_run = {r.id: r for r in runs}
         for cfg in configs:
             for metric in dict.fromkeys(p.metric for p in points if p.config == cfg):
-                click.echo(f"\n{cfg} · {metric}")
+                click.echo(f"\n{terminal(cfg)} · {terminal(metric)}")
                 click.echo(f"{'run':>5}  {'started':20}  {'golden':8}  {'rubric':8}  {'value':>8}  {'n':>6}  "
                            f"{'delta':>8}  {'p':>7}  status")
                 for p in (p for p in points if p.config == cfg and p.metric == metric):
@@ -405,14 +412,15 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
                     delta = f"{p.delta:+.4f}" if p.delta is not None else "–"
                     click.echo(f"{p.run_id:>5}  {s.started_at:20}  {(s.golden_hash or '–')[:8]:8}  "
                                f"{(s.rubric_hash or '–')[:8]:8}  {number(p.value, 4):>8}  {p.n:>6}  {delta:>8}  "
-                               f"{number(p.p_value, 4):>7}  {mark}")
+                               f"{number(p.p_value, 4):>7}  {terminal(mark)}")
     for run_ in runs:
         if not run_.summary.comparable:
-            click.echo(f"run {run_.id} ({run_.summary.started_at}) is not comparable: {run_.summary.not_comparable}",
-                       err=True)
+            why = terminal(run_.summary.not_comparable or "")
+            click.echo(f"run {run_.id} ({terminal(run_.summary.started_at)}) is not comparable: {why}", err=True)
     drops = [p for p in points if p.drop and p.run_id == newest.id]
     if drops:
-        click.echo("real drops in the newest run: " + ", ".join(f"{p.config}:{p.metric}" for p in drops), err=True)
+        click.echo("real drops in the newest run: " + terminal(", ".join(f"{p.config}:{p.metric}" for p in drops)),
+                   err=True)
         if fail_on_drop:
             sys.exit(1)
 
@@ -463,6 +471,7 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
 def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from groundjudge.calibrate.trust import DECIDED_BY
 
@@ -470,16 +479,16 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written:
         short = status.reason.split(DECIDED_BY, 1)[0]
         return short if status.record in (None, written) else short + " (another record decides: below)"
 
-    table = Table(title=f"judge vs {record['primary_rater']} ({record['judge']['model']})")
+    table = Table(title=Text(terminal(f"judge vs {record['primary_rater']} ({record['judge']['model']})")))
     for col in ("criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "trust"):
         table.add_column(col)
     for criterion, stats in record["criteria"].items():
         s = stats["judge_vs_human"]
         inter = next(iter(stats["inter_rater"].values()), None)
         table.add_row(
-            criterion, str(s["n"]), _num(s["observed"]), _num(s["kappa"]),
-            f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]",
-            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", verdict(trust[criterion]))
+            Text(terminal(criterion)), str(s["n"]), _num(s["observed"]), _num(s["kappa"]),
+            Text(f"[{_num(s['ci_low'])}, {_num(s['ci_high'])}]"),
+            f"{_num(inter['kappa'])} (n={inter['n']})" if inter else "–", Text(terminal(verdict(trust[criterion]))))
     Console(highlight=False).print(table)
     for criterion, stats in record["criteria"].items():
         block = stats.get("selective")
@@ -515,6 +524,8 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
     from groundjudge import api
     from groundjudge.report.markdown import HEADLINE
 
+    if out is not None:
+        api.check_outputs(out)
     result = api.compare(run_a, run_b, config_a=config_a, config_b=config_b,
                          strict_chunker_version=strict_chunker_version, seed=seed)
     names = [m for m in HEADLINE if m in result["metrics"]]
@@ -523,7 +534,7 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
     if out is not None:
         write_json_atomic(out / "compare.json", result)
         write_text_atomic(out / "compare.md", text)
-    click.echo(text)
+    click.echo(terminal(text, keep_newlines=True))
     if fail_on_regression and result["regressions"]:
         sys.exit(1)
 
@@ -540,22 +551,12 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
 def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs: tuple[str, ...],
            as_json: bool) -> None:
     """Show a run's unsupported claims and bad citations, filtered."""
-    from groundjudge.files import jsonl_lines
-    from groundjudge.load.records import read_text
-    from groundjudge.report.triage import filter_records, render_triage_markdown, to_jsonl
+    from groundjudge.report.triage import filter_records, read_triage_jsonl, render_triage_markdown, to_jsonl
 
-    path = run_dir / "triage.jsonl"
-    if not path.exists():
-        raise InputError.one(path, None, None, "no triage.jsonl here: is this the --out folder of `groundjudge run`?")
-    text = read_text(path) if path.stat().st_size else ""
-    records = []
-    for lineno, line in enumerate(jsonl_lines(text), 1):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError.one(path, lineno, None, f"invalid JSON: {exc.msg}") from None
+    records = read_triage_jsonl(run_dir / "triage.jsonl")
     chosen = filter_records(records, tags=tags, kinds=kinds, configs=configs)
-    click.echo(to_jsonl(chosen) if as_json else render_triage_markdown(chosen), nl=False)
+    shown = to_jsonl(chosen) if as_json else render_triage_markdown(chosen)
+    click.echo(terminal_json(shown) if as_json else terminal(shown, keep_newlines=True), nl=False)
 
 
 @main.group()
@@ -668,7 +669,8 @@ def rubrics_show(rubric_id: str, version: int | None, rubrics_dir: Path | None) 
     from groundjudge.judge.rubric import load_rubric
 
     r = load_rubric(_rubrics_dir(rubrics_dir), rubric_id, version)
-    click.echo(json.dumps({**r.model_dump(mode="json"), "hash": r.content_hash}, indent=2, ensure_ascii=False))
+    click.echo(terminal_json(json.dumps({**r.model_dump(mode="json"), "hash": r.content_hash}, indent=2,
+                                        ensure_ascii=False)))
 
 
 @rubrics.command("lock")

@@ -10,7 +10,8 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -67,12 +68,30 @@ class OutputConfig(_Section):
     trend_runs: int = Field(default=20, ge=2)  # runs shown in the report's trend chart
 
 
+def _http_url(value: str | None) -> str | None:
+    """A judge base URL: http or https, with a host and a numeric port if any. The value is not
+    repeated in the message: it may hold credentials."""
+    if value is None:
+        return value
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 -- a port that is not a number (or out of range) raises
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError("not an http:// or https:// URL with a host (e.g. http://host:8000/v1)")
+    return value
+
+
 class EscalateConfig(_Section):
     """The judge that abstained verdicts go to next (any OpenAI-compatible endpoint)."""
 
     base_url: str
     model: str
     rubric: str | None = None  # default: the first judge's rubric
+
+    _url = field_validator("base_url")(_http_url)
 
 
 class JudgeConfig(_Section):
@@ -101,6 +120,8 @@ class JudgeConfig(_Section):
     retry_errors: bool = True  # ask again, on a re-run, a case whose cached replies were invalid
     escalate: EscalateConfig | None = None
     batch_discount: float = Field(default=0.5, ge=0, le=1)  # batch price = this x the prices above
+
+    _url = field_validator("base_url")(_http_url)
 
 
 class LocalJudgeConfig(_Section):
@@ -246,8 +267,14 @@ def load_config(path: str | Path | None) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError.one(path, None, None, "config file not found") from None
+    except IsADirectoryError:
+        raise InputError.one(path, None, None, "is a folder, expected a TOML config file") from None
+    except RecursionError:
+        raise InputError.one(path, None, None, "nested too deeply to read") from None
     except UnicodeDecodeError:
         raise InputError.one(path, None, None, "config file is not valid UTF-8") from None
+    except OSError as exc:
+        raise InputError.one(path, None, None, f"cannot read the config file: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError.one(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
     base = path.resolve().parent

@@ -92,10 +92,16 @@ Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
 Grade = Annotated[int, Field(ge=0, le=3)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+# What a trace measured: never negative, and below bounds no real trace reaches (1e12 ms is 32
+# years), so that sums over any number of traces stay finite. NaN and infinities are refused
+# everywhere (``allow_inf_nan=False`` below): a mean over them would be no number at all.
+LatencyMs = Annotated[float, Field(ge=0, le=1e12)]
+TokenCount = Annotated[int, Field(ge=0, le=10**15)]
+CostUsd = Annotated[float, Field(ge=0, le=1e12)]
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
+    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
 
 
 class Offsets(BaseModel):
@@ -197,7 +203,7 @@ def _rebuild_item(cls: type[_TraceItem], values: dict[str, Any], extra: dict[str
     return item
 
 
-_ITEM = ConfigDict(extra="allow", str_strip_whitespace=False)
+_ITEM = ConfigDict(extra="allow", str_strip_whitespace=False, allow_inf_nan=False)
 
 
 @pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
@@ -244,9 +250,9 @@ class Trace(_Record):
     citations: list[Citation] = Field(default_factory=list)
     behavior: Behavior | None = None
     error: str | None = None
-    latency_ms: dict[str, float] = Field(default_factory=dict)
-    tokens: dict[str, int] = Field(default_factory=dict)
-    cost_usd: float | None = Field(default=None, ge=0)
+    latency_ms: dict[str, LatencyMs] = Field(default_factory=dict)
+    tokens: dict[str, TokenCount] = Field(default_factory=dict)
+    cost_usd: CostUsd | None = None
     versions: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("retrieved_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | RetrievedChunk])
@@ -269,14 +275,14 @@ class Trace(_Record):
         # A loaded trace may hold these as columns (``load.items``): written as the lists they read as.
         return handler(value if isinstance(value, list) else list(value))
 
-    @field_validator("tokens", mode="before", json_schema_input_type=dict[str, int] | int)
+    @field_validator("tokens", mode="before", json_schema_input_type=dict[str, TokenCount] | TokenCount)
     @classmethod
     def _tokens_total(cls, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return {"total": value}
         return value
 
-    @field_validator("latency_ms", mode="before", json_schema_input_type=dict[str, float] | float)
+    @field_validator("latency_ms", mode="before", json_schema_input_type=dict[str, LatencyMs] | LatencyMs)
     @classmethod
     def _latency_total(cls, value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -34,6 +34,30 @@ def _create_beside(path: Path) -> tuple[int, Path]:
     raise FileExistsError(f"could not create a temporary file beside {path}")
 
 
+def folder_problem(folder: Path) -> str | None:
+    """Why the reports could not be written into ``folder`` (made if missing), or None: a file
+    where the folder (or one of its parents) would be, or a folder this process may not write.
+    Nothing is created: the answer comes before any work, and bad inputs leave no folder."""
+    probe = Path(folder)
+    while not os.path.lexists(probe) and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder: give a folder for the reports (it is made if missing)"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} cannot be written by this user: give a folder you may write to"
+    return None
+
+
+def file_problem(path: Path) -> str | None:
+    """Why a report file could not be written at ``path``, or None (see ``folder_problem``)."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} is a folder: give a file name"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{path} cannot be written by this user"
+    return folder_problem(path.parent)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     write_chunks_atomic(path, (text,))
 

@@ -46,6 +46,7 @@ from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Union
+from urllib.parse import unquote
 
 __all__ = [
     "Action",
@@ -739,11 +740,17 @@ class BatchBackend:
     lines and ends the batch ``expired`` (the rest go to the error file with code
     ``batch_expired``, as the Batch API does); ``cancel`` ends a batch ``cancelled`` after its
     first ``expire_after`` lines (0 if unset).
+
+    A hostile server: ``batch_ids`` and ``file_ids``, when set, choose the id of each new batch
+    and of each output or error file (``lambda: "x/../../../../PWN"``); ids in request paths are
+    percent-decoded, as a real server reads them.
     """
 
     def __init__(self, *, polls_to_complete: int = 1, expire_after: int | None = None,
-                 script: ScriptFn | None = None) -> None:
+                 script: ScriptFn | None = None, batch_ids: Callable[[], str] | None = None,
+                 file_ids: Callable[[], str] | None = None) -> None:
         self.script = script  # answers batch lines instead of the server's chat script, when set
+        self.batch_ids, self.file_ids = batch_ids, file_ids
         self.polls_to_complete = polls_to_complete
         self.expire_after = expire_after
         self.files: dict[str, dict] = {}
@@ -753,8 +760,8 @@ class BatchBackend:
         self._expire: dict[str, int | None] = {}
         self._lock = threading.Lock()
 
-    def _file(self, data: bytes, filename: str, purpose: str) -> dict:
-        fid = f"file-{uuid.uuid4().hex[:20]}"
+    def _file(self, data: bytes, filename: str, purpose: str, fid: str | None = None) -> dict:
+        fid = fid or f"file-{uuid.uuid4().hex[:20]}"
         entry = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                  "filename": filename, "purpose": purpose, "status": "processed", "data": data}
         self.files[fid] = entry
@@ -766,7 +773,7 @@ class BatchBackend:
 
     def handle(self, method: str, path: str, raw: bytes, content_type: str, owner: "ScriptedOpenAIServer",
                ) -> tuple[int, Any]:
-        parts = path.strip("/").split("/")  # v1, files|batches, id?, action?
+        parts = [unquote(p) for p in path.strip("/").split("/")]  # v1, files|batches, id?, action?
         with self._lock:
             if parts[1] == "files":
                 if method == "POST" and len(parts) == 2:
@@ -785,7 +792,7 @@ class BatchBackend:
                 body = json.loads(raw or b"{}")
                 if body.get("input_file_id") not in self.files:
                     return 400, _error_body(400, "unknown input_file_id")
-                bid = f"batch_{uuid.uuid4().hex[:20]}"
+                bid = self.batch_ids() if self.batch_ids else f"batch_{uuid.uuid4().hex[:20]}"
                 self.batches[bid] = {
                     "id": bid, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
                     "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window"),
@@ -837,7 +844,8 @@ class BatchBackend:
                                "error": None})
         if out:
             batch["output_file_id"] = self._file("".join(json.dumps(o) + "\n" for o in out).encode(),
-                                                 "batch_output.jsonl", "batch_output")["id"]
+                                                 "batch_output.jsonl", "batch_output",
+                                                 self.file_ids() if self.file_ids else None)["id"]
         if errors:
             batch["error_file_id"] = self._file("".join(json.dumps(e) + "\n" for e in errors).encode(),
                                                 "batch_errors.jsonl", "batch_output")["id"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from groundjudge.contracts import READABLE_REPORT_VERSIONS, REPORT_SCHEMA_VERSION, HumanLabel
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.judge.results import CriterionInfo, JudgeRun
-from groundjudge.load.records import read_records, read_text
+from groundjudge.load.records import json_document, read_records
 
 ItemKey = tuple[str, str | None]  # (query_id, config_id)
 
@@ -46,10 +46,7 @@ def _field(record: BaseModel, name: str) -> Any:
 
 def verdicts_from_report(path: Path) -> JudgeRun:
     """The judge section of a run's report.json, as the typed record it was written from."""
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    doc = json_document(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("judge"), dict):
         raise InputError.one(path, None, "judge", "not a `groundjudge run` report (no judge section)")
     version = doc.get("schema_version")
@@ -90,10 +87,22 @@ def verdicts_from_jsonl(path: Path, criteria: Sequence[CriterionInfo]) -> dict[I
         key = (v.query_id, v.config_id)
         if key in items:
             problems.append(InputProblem(str(path), line, "query_id", f"duplicate verdict for {key}"))
-        items[key] = ItemLabels({c.name: _field(v, c.name) for c in criteria})
+        labels = {c.name: _field(v, c.name) for c in criteria}
+        for c in criteria:
+            if not _is_label(labels[c.name], c):
+                shown = json.dumps(labels[c.name])
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                problems.append(InputProblem(str(path), line, c.name, f"{shown} is not a label of {c.name}: one of "
+                                                                      f"{json.dumps(c.labels)}, or null for none"))
+        items[key] = ItemLabels(labels)
     if problems:
         raise InputError(problems)
     return items
+
+
+def _is_label(value: Any, criterion: CriterionInfo) -> bool:
+    """Whether ``value`` is one of the criterion's labels (or None): True is not the grade 1."""
+    return value is None or (type(value) is (bool if criterion.kind == "binary" else int) and value in criterion.labels)
 
 
 def load_labels(paths: Sequence[Path], criteria: Sequence[CriterionInfo] | Sequence[str],

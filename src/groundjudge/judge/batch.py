@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from groundjudge.config import Config, load_config
 from groundjudge.errors import GroundjudgeError, InputError
 from groundjudge.files import jsonl_lines, write_text_atomic
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
@@ -45,6 +48,7 @@ from groundjudge.judge.render import JudgeItem, render_messages
 from groundjudge.judge.results import Usage
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.verdict import VerdictError, parse_verdict
+from groundjudge.urls import is_redacted, redact_url
 
 CHAT_URL = "/v1/chat/completions"
 WINDOW = "24h"
@@ -53,7 +57,24 @@ STATE = "state.json"
 
 
 class BatchError(GroundjudgeError):
-    """The batch endpoint cannot be used (unreachable, refused)."""
+    """The batch endpoint cannot be used (unreachable, refused, or it answered ids that are not ids)."""
+
+
+# What a batch or file id may be: OpenAI's ("batch_...", "file-..."), vLLM's and other servers'
+# ids (UUIDs, dotted or colon-separated names). The server chooses them, so one that could be
+# a path ("x/../../PWN"), a URL part or a terminal sequence is refused before it is used at all;
+# file names under RUN_DIR/batch come from the batch's number, never from an id.
+PLAIN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$"
+_PLAIN_ID = re.compile(PLAIN_ID)
+
+
+def plain_id(what: str, value: Any) -> str:
+    """``value`` if it is a plain id (``PLAIN_ID``, no ``..``), else a :class:`BatchError`."""
+    if isinstance(value, str) and _PLAIN_ID.match(value) and ".." not in value:
+        return value
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    raise BatchError(f"the endpoint answered the {what} {shown}, which is not a plain id; it is not used, "
+                     "not even as a file name")
 
 
 class _Model(BaseModel):
@@ -72,14 +93,17 @@ class LineInfo(_Model):
     tokens_before: tuple[int, int] = (0, 0)  # prompt/completion tokens of the first reply (repairs)
 
 
+PlainId = Annotated[str, Field(pattern=PLAIN_ID)]
+
+
 class BatchRecord(_Model):
-    id: str
-    input_file_id: str
+    id: PlainId
+    input_file_id: PlainId
     input_path: str
     lines: dict[str, LineInfo]  # custom_id -> what it asks
     status: str = "validating"
-    output_file_id: str | None = None
-    error_file_id: str | None = None
+    output_file_id: PlainId | None = None
+    error_file_id: PlainId | None = None
     collected: bool = False
     stored: int = 0  # replies put in the cache
     failed: dict[str, str] = Field(default_factory=dict)  # custom_id -> reason
@@ -89,6 +113,8 @@ class BatchState(_Model):
     """``RUN_DIR/batch/state.json``."""
 
     config: dict[str, Any]  # the run's resolved settings: `groundjudge batch collect` needs no flags
+    # settings stored redacted (a base URL's credentials): collect asks for them again
+    redacted: list[str] = Field(default_factory=list)
     batches: list[BatchRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)  # what collected lines cost, at batch prices
     live: dict[str, str] = Field(default_factory=dict)  # cache key -> why it is left to a live call
@@ -99,9 +125,94 @@ class BatchState(_Model):
         return next((b for b in self.batches if not b.collected), None)
 
 
+_URL_SETTINGS = (("judge", "base_url"), ("judge", "escalate", "base_url"))
+
+
+def new_state(config_json: dict[str, Any]) -> BatchState:
+    """The state of a run's first batch, its settings with every base URL redacted
+    (``groundjudge.urls``): credentials in a URL are never written."""
+    config = json.loads(json.dumps(config_json))
+    redacted = []
+    for *parents, name in _URL_SETTINGS:
+        holder: Any = config
+        for part in parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and isinstance(holder.get(name), str) and is_redacted(holder[name]):
+            holder[name] = redact_url(holder[name])
+            redacted.append(".".join([*parents, name]))
+    return BatchState(config=config, redacted=redacted)
+
+
 def load_state(run_dir: Path) -> BatchState | None:
+    """The run's batch state, or None when no batch was submitted. A file that cannot be read
+    (cut short, not JSON, not a state) is an InputError saying what to do, with the batch ids it
+    still shows, if any."""
     path = run_dir / "batch" / STATE
-    return BatchState.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+    if not path.exists():
+        return None
+    text = ""
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return BatchState.model_validate_json(text)
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        why = "is not UTF-8 text"
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"])) or "record"
+        why = ("is cut short or not valid JSON" if first["type"].startswith("json")
+               else f"is not a batch state ({where}: {first['msg']})")
+    ids = list(dict.fromkeys(m for m in re.findall(r'"id"\s*:\s*"([^"\\]{1,255})"', text) if _PLAIN_ID.match(m)))
+    known = (f"; it names batch {', '.join(ids)} (look it up, or cancel it, where it was submitted)" if ids
+             else "; no batch id can be read from it")
+    raise InputError.one(path, None, None, f"the batch state {why}{known}. {_start_over(run_dir)}")
+
+
+def _start_over(run_dir: Path) -> str:
+    return (f"To start the batches over, delete {run_dir / 'batch'} and run `groundjudge run --batch` again: "
+            "every reply already collected is in the judge cache and is not asked again")
+
+
+def state_config(run_dir: Path, state: BatchState, environ: dict[str, str] | None = None) -> Config:
+    """The run's settings as the state holds them (a ``Config``), with each redacted base URL
+    given back: ``GROUNDJUDGE_BASE_URL`` for the judge's, else the config file the run was made
+    with, when its URL is the same once redacted. Without it, an InputError saying how."""
+    path = run_dir / "batch" / STATE
+    try:
+        config = Config.model_validate(state.config)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise InputError.one(path, None, "config." + ".".join(map(str, first["loc"])),
+                             f"{first['msg']}. {_start_over(run_dir)}") from None
+    if not state.redacted:
+        return config
+    environ = dict(os.environ) if environ is None else environ
+    original = None
+    if config.source is not None and Path(config.source).is_file():
+        try:
+            original = load_config(config.source)
+        except InputError:
+            original = None
+    judge = config.judge
+    for dotted in state.redacted:
+        stored = judge.base_url if dotted == "judge.base_url" else (judge.escalate.base_url if judge.escalate else None)
+        candidates = []
+        if dotted == "judge.base_url":
+            candidates += [environ.get("GROUNDJUDGE_BASE_URL"), original.judge.base_url if original else None]
+        elif original is not None and original.judge.escalate is not None:
+            candidates.append(original.judge.escalate.base_url)
+        real = next((c for c in candidates if c and stored is not None and redact_url(c) == stored), None)
+        if real is None:
+            how = ("set GROUNDJUDGE_BASE_URL to it" if dotted == "judge.base_url" else
+                   f"keep the config file the run was made with ({config.source or 'none was used'})")
+            raise InputError.one(path, None, dotted, f"the URL held credentials and is stored as {stored} (never in "
+                                                     f"full): {how}, then run this again")
+        if dotted == "judge.base_url":
+            judge = judge.model_copy(update={"base_url": real})
+        else:
+            judge = judge.model_copy(update={"escalate": judge.escalate.model_copy(update={"base_url": real})})
+    return config.model_copy(update={"judge": judge})
 
 
 def save_state(run_dir: Path, state: BatchState) -> None:
@@ -271,7 +382,7 @@ def collect_lines(lines: Iterable[str], record: BatchRecord, cache: JudgeCache, 
             continue
         try:
             line = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # an unreadable line: its request ends "no reply" and is asked live
         if not isinstance(line, dict):
             continue
@@ -341,7 +452,7 @@ class BatchEndpoint:
         def call() -> Any:
             with open(path, "rb") as handle:
                 return self._client.files.create(file=(path.name, handle), purpose="batch")
-        return str(self._retry("upload", call).id)
+        return plain_id("file id", self._retry("upload", call).id)
 
     def create(self, input_file_id: str, run_dir: str) -> Any:
         return self._retry("create batch", lambda: self._client.batches.create(
@@ -384,15 +495,17 @@ def poll(endpoint: BatchEndpoint, record: BatchRecord, *, wait_s: float,
 
 
 def collect(endpoint: BatchEndpoint, batch: Any, record: BatchRecord, cache: JudgeCache, run_dir: Path, *,
-            allowed_models: set[str], pricing: Pricing) -> Usage:
-    """Download the ended batch's output and error files, store the replies; lines in neither
-    (an expired, cancelled or failed batch) are marked failed with the batch's status."""
+            allowed_models: set[str], pricing: Pricing, number: int) -> Usage:
+    """Download the ended batch's output and error files (kept as ``output-N.jsonl`` and
+    ``errors-N.jsonl``, N the batch's ``number`` as in ``input-N.jsonl``), store the replies;
+    lines in neither (an expired, cancelled or failed batch) are marked failed with the
+    batch's status."""
     spent, answered = Usage(), set()
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
         if not file_id:
             continue
-        text = endpoint.content(file_id)
-        write_text_atomic(run_dir / "batch" / f"{kind}-{record.id}.jsonl", text)
+        text = endpoint.content(plain_id(f"{kind} file id", file_id))
+        write_text_atomic(run_dir / "batch" / f"{kind}-{number}.jsonl", text)
         got, ids = collect_lines(jsonl_lines(text), record, cache, allowed_models=allowed_models, pricing=pricing)
         spent, answered = spent + got, answered | ids
     for custom_id in record.lines:
@@ -409,8 +522,8 @@ def submit(endpoint: BatchEndpoint, planned: Sequence[Planned], state: BatchStat
     write_text_atomic(path, "".join(p.line() + "\n" for p in planned))
     file_id = endpoint.upload(path)
     batch = endpoint.create(file_id, str(run_dir))
-    record = BatchRecord(id=batch.id, input_file_id=file_id, input_path=str(path), status=batch.status,
-                         lines={p.custom_id: p.info for p in planned})
+    record = BatchRecord(id=plain_id("batch id", batch.id), input_file_id=file_id, input_path=str(path),
+                         status=batch.status, lines={p.custom_id: p.info for p in planned})
     state.batches.append(record)
     save_state(run_dir, state)  # the id is on disk before anything else can go wrong
     return record
@@ -433,7 +546,7 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
                                                             "(--judge-base-url); the embedded judge has no batches")
     pricing = batch_pricing(j.price_prompt_per_mtok, j.price_completion_per_mtok, j.batch_discount)
     allowed = {session.model, *session.settings.model_snapshots}
-    state = load_state(run_dir) or BatchState(config=config_json)
+    state = load_state(run_dir) or new_state(config_json)
     endpoint = endpoint or BatchEndpoint(session.base_url, session.settings.api_key, sleep=sleep)
     deadline = time.monotonic() + wait_s
     try:
@@ -446,7 +559,8 @@ def advance(session: Any, items: Sequence[JudgeItem], run_dir: Path, *, config_j
                     return Progress("pending", record.id, batch.status, state,
                                     f"batch {record.id} is {batch.status} ({len(record.lines)} requests)")
                 state.usage = state.usage + collect(endpoint, batch, record, session.cache, run_dir,
-                                                    allowed_models=allowed, pricing=pricing)
+                                                    allowed_models=allowed, pricing=pricing,
+                                                    number=state.batches.index(record) + 1)
                 for custom_id, reason in record.failed.items():
                     state.live[record.lines[custom_id].key] = reason
                 save_state(run_dir, state)

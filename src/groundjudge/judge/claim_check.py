@@ -104,15 +104,20 @@ def read_answer(raw: str, spec: ClaimQuestions) -> Answer:
     p_yes = p_no = 0.0
     try:
         for token, logprob in tokens[0] if tokens else []:
+            # a log-probability is a number <= 0 (a hair above, for rounding): NaN, infinity or
+            # 1000 from a faulty server would make the support no number at all, or overflow
+            if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or not -math.inf <= logprob <= 1e-6:
+                raise VerdictError(f"the reply's log-probability {logprob!r} for {str(token)[:20]!r} is not a "
+                                   "number <= 0")
             word = _norm(str(token))
             if word in yes:
-                p_yes += math.exp(float(logprob))
+                p_yes += math.exp(logprob)
             elif word in no:
-                p_no += math.exp(float(logprob))
-    except (TypeError, ValueError, OverflowError):
-        raise VerdictError("the stored answer's token probabilities are not readable") from None
-    if not (math.isfinite(p_yes) and math.isfinite(p_no)):
-        raise VerdictError("the stored answer's token probabilities are not finite")
+                p_no += math.exp(logprob)
+    except (TypeError, ValueError) as exc:  # alternatives that are not (token, log-probability) pairs
+        if isinstance(exc, VerdictError):
+            raise
+        raise VerdictError("the reply's token alternatives are not (token, log-probability) pairs") from None
     probability = p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None
     return Answer(probability=probability, said_yes=first in yes)
 

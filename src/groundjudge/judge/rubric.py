@@ -12,6 +12,7 @@ import functools
 import hashlib
 import importlib.resources
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -255,6 +256,10 @@ def parse_rubric_file(path: Path) -> Rubric:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise _problem(path, None, "rubric file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _problem(path, None, f"cannot read the rubric file: {getattr(exc, 'strerror', None) or exc}") from None
+    except RecursionError:
+        raise _problem(path, None, "nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
@@ -284,6 +289,10 @@ def read_lock(rubrics_dir: Path) -> dict[str, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError([InputProblem(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}")]) from None
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        raise _problem(path, None, f"cannot read the lock file: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rubrics", {}), dict):
+        raise _problem(path, "rubrics", "expected an object with a `rubrics` object of key -> hash")
     return dict(data.get("rubrics", {}))
 
 
@@ -300,6 +309,8 @@ def rubric_files(rubrics_dir: Path) -> list[Path]:
 
 def load_rubric(rubrics_dir: Path, rubric_id: str, version: int | None = None) -> Rubric:
     """Load a rubric (its newest version by default) and check it against the lock file."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", rubric_id) or ".." in rubric_id:
+        raise _problem(rubrics_dir, "rubric", f"{rubric_id!r} is not a rubric id (letters, digits, '_', '-', '.')")
     candidates = sorted(rubrics_dir.glob(f"{rubric_id}/v*.yaml"), key=lambda p: int(p.stem[1:]))
     if version is not None:
         candidates = [p for p in candidates if p.stem == f"v{version}"]

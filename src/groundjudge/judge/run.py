@@ -16,6 +16,7 @@ from groundjudge.judge.results import (CaseJudgement, ConfigJudgement, Criterion
 from groundjudge.judge.session import JudgeSession
 from groundjudge.load.dataset import Dataset
 from groundjudge.select import Selection, skip_counts
+from groundjudge.urls import redact_url
 
 
 def criteria_info(session: JudgeSession) -> list[CriterionInfo]:
@@ -78,7 +79,8 @@ def _judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Sel
         ordered = {cid: cases[cid] for cid in dataset.cases if cid in cases}
         per_config[cfg] = ConfigJudgement(summary=summarize_config(ordered, criteria), cases=ordered)
     return JudgeRun(
-        identity=session.identity, base_url=session.base_url, criteria=criteria,
+        identity=session.identity, base_url=redact_url(session.base_url) if session.base_url else None,
+        criteria=criteria,
         to_judge=sum(1 for s in selections if s.judge), skip_reasons=skip_counts(selections),
         totals=JudgeTotals(usage=totals.usage, cache_hits=totals.cache_hits, judge_errors=totals.errors,
                            done=totals.done, stopped=totals.stopped, output_mode=totals.mode),

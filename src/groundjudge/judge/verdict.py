@@ -84,7 +84,7 @@ def extract_json(raw: str) -> dict:
     for text in _candidates(raw):
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested beyond reading: no verdict in it
             continue
         if isinstance(value, dict):
             return value

@@ -8,7 +8,6 @@ becomes typed, only it changes.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from groundjudge.load.adapters import load_any
 from groundjudge.load.dataset import Dataset
 from groundjudge.errors import InputError
-from groundjudge.load.records import read_text
+from groundjudge.load.records import json_document, read_text
 
 Key = tuple[str, str]  # (query_id, config_id)
 
@@ -126,10 +125,7 @@ def read_run(run_dir: Path) -> LabelRun:
     if not path.exists():
         raise InputError.one(path, None, None, "no report.json: give the --out folder of `groundjudge run`")
     raw = read_text(path)
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError.one(path, exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    doc = json_document(path, raw)
     try:
         items = judged_items(doc)
         queue = queued_items(doc, items)

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from groundjudge.contracts import with_shared_parts
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
+from groundjudge.strict_json import NON_FINITE, TOO_DEEP, JSONProblem, non_finite_fields
+from groundjudge.strict_json import loads as strict_loads
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -47,6 +49,16 @@ def read_text(path: Path) -> str:
     return text
 
 
+def json_document(path: Path, text: str | None = None) -> Any:
+    """The JSON document in ``path`` (a report.json, say; ``text``: its text, when read
+    already), or an InputError naming the line: invalid JSON, NaN or Infinity, nesting too deep."""
+    try:
+        return strict_loads(read_text(path) if text is None else text)
+    except JSONProblem as exc:
+        where = f"{exc.message} (column {exc.column})" if exc.column else exc.message
+        raise InputError.one(path, exc.line, None, where) from None
+
+
 def _field_name(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
     for item in loc:
@@ -73,9 +85,11 @@ def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputP
         if not raw.strip():
             continue
         try:
-            yield lineno, json.loads(raw)
+            yield lineno, json.loads(raw)  # NaN and Infinity are read, then reported by field
         except json.JSONDecodeError as exc:
             yield lineno, InputProblem(str(path), lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        except RecursionError:
+            yield lineno, InputProblem(str(path), lineno, None, TOO_DEEP)
 
 
 def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputProblem]]:
@@ -85,6 +99,9 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         yield line or 0, InputProblem(str(path), line, None, f"invalid YAML: {getattr(exc, 'problem', exc)}")
+        return
+    except RecursionError:
+        yield 0, InputProblem(str(path), None, None, TOO_DEEP)
         return
     if isinstance(root, yaml.MappingNode):
         # Accept a top-level mapping with a single list under `cases`.
@@ -101,6 +118,8 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
             yield line, yaml.safe_load(yaml.serialize(node))
         except yaml.YAMLError as exc:
             yield line, InputProblem(str(path), line, None, f"invalid YAML: {exc}")
+        except RecursionError:
+            yield line, InputProblem(str(path), line, None, TOO_DEEP)
 
 
 def _jsonl_fast(text: str, model: type[M], prepare: Callable[[M], object] | None) -> list[tuple[int, M]] | None:
@@ -111,6 +130,8 @@ def _jsonl_fast(text: str, model: type[M], prepare: Callable[[M], object] | None
     for lineno, raw in enumerate(jsonl_lines(text), start=1):
         if not raw.strip():
             continue
+        if "NaN" in raw or "Infinity" in raw:
+            return None  # pydantic reads them as floats: the careful path names the field
         try:
             record = with_shared_parts(model.model_validate_json(raw))
         except ValidationError:
@@ -144,6 +165,8 @@ def read_records(path: str | Path, model: type[M], *, prepare: Callable[[M], obj
             problems.append(obj)
         elif not isinstance(obj, dict):
             problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
+        elif bad := non_finite_fields(obj):
+            problems.extend(InputProblem(str(path), lineno, name, NON_FINITE) for name in bad)
         else:
             try:
                 record = with_shared_parts(model.model_validate(obj))

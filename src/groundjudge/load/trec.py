@@ -221,6 +221,11 @@ def _scores(texts: list[str]) -> list[float]:
     return list(map(float, texts))
 
 
+# Grades beyond this are refused: ndcg_exp's gain 2**grade - 1 of a grade in the billions would
+# take all the memory there is, and any real scale of relevance is a few levels.
+MAX_GRADE = 100
+
+
 def _grades(texts: list[str]) -> list[int]:
     # Grades are nearly always a digit or two: a dict lookup is ~3x faster than int().
     try:
@@ -228,7 +233,10 @@ def _grades(texts: list[str]) -> list[int]:
     except KeyError:
         if "_" in "".join(texts):
             raise ValueError("digit separators") from None  # int() takes "1_0"; the line reader refuses it
-        return list(map(int, texts))
+        grades = list(map(int, texts))
+        if max(map(abs, grades)) > MAX_GRADE:
+            raise ValueError("a grade out of range") from None  # the line reader names it
+        return grades
 
 
 def _query_runs(qids: list[str]) -> Iterator[tuple[str, int, int]]:
@@ -256,8 +264,11 @@ def _read_qrels_by_line(path: str, text: str) -> dict[str, dict[str, int]]:
                 raise ValueError(rel_text)
         except ValueError:
             raise InputError.one(
-                path, lineno, "relevance", f"{rel_text!r} is not an integer relevance grade (e.g. 0, 1, 2)"
+                path, lineno, "relevance", f"{rel_text[:40]!r} is not an integer relevance grade (e.g. 0, 1, 2)"
             ) from None
+        if abs(grade) > MAX_GRADE:
+            raise InputError.one(path, lineno, "relevance", f"grade {rel_text[:40]} is out of range: grades are "
+                                                            f"integers from -{MAX_GRADE} to {MAX_GRADE}")
         seen_at = first_seen.setdefault((qid, doc), lineno)
         if seen_at != lineno:
             raise InputError.one(

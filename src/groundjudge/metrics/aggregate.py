@@ -6,6 +6,7 @@ summarised as p50/p95/p99 rather than means; cost also gets a total.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
@@ -61,6 +62,7 @@ def pooled(parts: Iterable[Mapping[str, Column]]) -> dict[str, array]:
 def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
     for name, values in columns.items():
+        _check_finite(name, values)
         if name.startswith("latency_ms."):
             for q in PERCENTILES:
                 out[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
@@ -69,6 +71,15 @@ def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
         if name == "cost_usd":
             out["cost_usd.total"] = {"value": sum(values) if values else None, "n": len(values)}
     return out
+
+
+def _check_finite(name: str, values: Column) -> None:
+    """A NaN or an infinity would make a mean (and orjson's null) of a column whose n still
+    counts it. Inputs are checked when they are read, so this never happens unless a metric
+    computes one: say so rather than write a summary that hides it."""
+    if values and not math.isfinite(sum(values)):
+        raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
+                         "(inputs are checked when read, so a metric computed it: a bug)")
 
 
 def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> dict[str, dict[str, dict[str, Summary]]]:

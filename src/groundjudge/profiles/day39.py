@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from groundjudge.inert import markdown
 from groundjudge.load.adapters.day39 import FORMAT_NAME, Day39Golden, Day39Output, read_golden, read_outputs
 from groundjudge.profiles.registry import Profile, ProfileResult
 
@@ -352,7 +353,7 @@ def _fmt(value: float | None) -> str:
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|")
+    return markdown(text)  # ids and tags from the files: inert, pipes included
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -384,12 +385,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += ["", "## Release Gate", ""]
     for cfg, gate in report["release_gate"].items():
         lines.append(f"- {_cell(cfg)}: {gate['status']}")
-        lines += [f"  - {failure}" for failure in gate["failures"]]
+        lines += [f"  - {markdown(failure)}" for failure in gate["failures"]]
     lines += ["", f"Exit code: {report['exit_code']}"]
     missing = {cfg: ids for cfg, ids in report.get("missing_outputs", {}).items() if ids}
     if missing:
         lines += ["", "## Golden Cases Without Output", ""]
-        lines += [f"- {_cell(cfg)}: {', '.join(ids)}" for cfg, ids in missing.items()]
+        lines += [f"- {_cell(cfg)}: {', '.join(map(markdown, ids))}" for cfg, ids in missing.items()]
     return "\n".join(lines) + "\n"
 
 

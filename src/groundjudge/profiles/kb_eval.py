@@ -49,6 +49,7 @@ from groundjudge.load.adapters.kb_eval import (
     read_golden,
     read_run,
 )
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.errors import InputError
 from groundjudge.metrics.text import normalize
 from groundjudge.profiles.registry import Profile, ProfileResult
@@ -425,7 +426,7 @@ def _cell(value: Any) -> str:
         return "null"
     if isinstance(value, float):
         return f"{value:.4f}"
-    return str(value).replace("|", "\\|")
+    return markdown(value)  # ids and notes from the files: inert, pipes included
 
 
 def _metric_rows(agg: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -439,11 +440,12 @@ def _metric_rows(agg: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _render_run(doc: Mapping[str, Any]) -> str:
-    lines = [f"# kb-eval run {_cell(doc['run_id'])}", "", f"Chunker version: `{doc['chunker_version']}`", "",
+    lines = [f"# kb-eval run {_cell(doc['run_id'])}", "",
+             f"Chunker version: {markdown_code(doc['chunker_version'])}", "",
              "| metric | value |", "|---|---:|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in _metric_rows(doc["aggregate_json"])]
     if doc.get("missing_results"):
-        lines += ["", f"Golden queries with no result: {', '.join(doc['missing_results'])}"]
+        lines += ["", f"Golden queries with no result: {', '.join(map(markdown, doc['missing_results']))}"]
     return "\n".join(lines) + "\n"
 
 
@@ -451,8 +453,8 @@ def _render_compare(doc: Mapping[str, Any]) -> str:
     deltas = doc["deltas"]
     versions = deltas.get("chunker_versions", {})
     lines = [f"# kb-eval compare: {_cell(doc['run_a'])} -> {_cell(doc['run_b'])}", "",
-             f"Chunk matching: `{deltas['chunker_version_match']}` "
-             f"(chunker {versions.get('a')} -> {versions.get('b')})", "",
+             f"Chunk matching: {markdown_code(deltas['chunker_version_match'])} "
+             f"(chunker {markdown(versions.get('a'))} -> {markdown(versions.get('b'))})", "",
              "## Aggregate deltas", "", "| metric | a | b | delta (b - a) |", "|---|---:|---:|---:|"]
     b_rows = dict(_metric_rows(doc["aggregate_b"]))
     d_rows = dict(_metric_rows({k: v for k, v in deltas.items()

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.adapters.wfgy import (
     FORMAT_NAME,
     REFUSAL_TOKEN,
@@ -369,7 +370,7 @@ def _fmt(value: float | int | None) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown(text)  # qids and ids from the files: inert, pipes and line breaks included
 
 
 def render_markdown(result: dict) -> str:
@@ -390,7 +391,8 @@ def render_markdown(result: dict) -> str:
         f"| constraint integrity (SCU) | {_fmt(scu['constraint_integrity'])} | {scu['checked']} shipped with "
         f"constraints{'' if scu['enforced'] else ' (not enforced)'} |",
         "",
-        f"Answered {result['answered']}, refused {result['refused']} (refusal token `{result['refusal_token']}`).",
+        f"Answered {result['answered']}, refused {result['refused']} "
+        f"(refusal token {markdown_code(result['refusal_token'])}).",
         "",
         "## Gates",
         "",
@@ -404,13 +406,15 @@ def render_markdown(result: dict) -> str:
         lines.append(f"| {gate['gate']} | {_fmt(gate['value'])} | {gate['op']} {gate['threshold']} | {verdict} |")
     notes = []
     if result["missing_trace"]:
-        notes.append(f"- No trace (scored as an empty shipped claim): {', '.join(result['missing_trace'])}")
+        notes.append("- No trace (scored as an empty shipped claim): "
+                     + ", ".join(map(markdown, result["missing_trace"])))
     if result["unknown_trace"]:
-        notes.append(f"- Traces for qids not in the gold set (ignored): {', '.join(result['unknown_trace'])}")
+        notes.append("- Traces for qids not in the gold set (ignored): "
+                     + ", ".join(map(markdown, result["unknown_trace"])))
     if result["superseded_traces"]:
         notes.append(f"- {result['superseded_traces']} earlier trace line(s) replaced by a later run of the same qid")
     if scu["violations"]:
-        notes.append(f"- SCU violations: {', '.join(scu['violation_qids'])}")
+        notes.append(f"- SCU violations: {', '.join(map(markdown, scu['violation_qids']))}")
     if notes:
         lines += ["", "## Notes", "", *notes]
     if result["offenders"]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 
@@ -152,16 +153,18 @@ def _row(name: str, m: Mapping[str, Any]) -> str:
     verdict = m["verdict"] + (" (regression)" if m["regressed"] else "")
     if m["kind"] == "judge" and m["advisory"]:
         verdict += ", advisory: judge not trusted"
-    return f"| {name} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | {m['p_value']:.4f} | {verdict} |"
+    return f"| {markdown(name)} | {m['a']:.4f} | {m['b']:.4f} | {m['delta']:+.4f} | {m['n_paired']} | {m['p_value']:.4f} | {verdict} |"
 
 
 def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> str:
     """The comparison: the ``metrics`` asked for, every judge metric, and every metric that
-    regressed (a regression is never left out of the table)."""
+    regressed (a regression is never left out of the table). Names and versions from the runs
+    are shown as text, never as markup."""
     test = result["test"]
-    out = [f"# Comparison: `{result['a']}` → `{result['b']}`", "",
+    out = [f"# Comparison: {markdown_code(result['a'])} → {markdown_code(result['b'])}", "",
            f"Cases compared: {result['cases_compared']}. Chunk matching: **{result['matching_mode']}** "
-           f"(chunker versions {result['chunker_versions']['a']} vs {result['chunker_versions']['b']}).",
+           f"(chunker versions {markdown(result['chunker_versions']['a'])} vs "
+           f"{markdown(result['chunker_versions']['b'])}).",
            f"Significance: {test['kind']} (seed {test['seed']}; {test['reps']} resamples up to "
            f"{test.get('exact_up_to', '–')} differing cases, its normal approximation above), alpha {test['alpha']}.",
            "", "| metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
@@ -180,11 +183,11 @@ def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> s
     regressions = [cid for cid, o in result["per_case"].items() if o == "regression"]
     if regressions:
         out.append("Cases that regressed (A passed every check, B fails one): "
-                   + ", ".join(f"`{cid}`" for cid in regressions))
+                   + ", ".join(map(markdown_code, regressions)))
     real = result.get("regressions", [])
     advisory = result.get("advisory_regressions", [])
-    out += ["", ("Metrics that regressed for real: " + ", ".join(f"`{m}`" for m in real)) if real
+    out += ["", ("Metrics that regressed for real: " + ", ".join(map(markdown_code, real))) if real
             else "No metric regressed for real."]
     if advisory:
-        out.append("Advisory (judge not trusted): " + ", ".join(f"`{m}`" for m in advisory))
+        out.append("Advisory (judge not trusted): " + ", ".join(map(markdown_code, advisory)))
     return "\n".join(out) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number as _value
 
 
@@ -12,11 +13,11 @@ def render_gates_markdown(gates: dict[str, Any]) -> str:
     verdict = "PASS" if gates["passed"] else "FAIL"
     out = [f"## Verdict: **{verdict}**", ""]
     if gates["failed"]:
-        out += ["Failed gates: " + "; ".join(f"`{name}`" for name in gates["failed"]), ""]
+        out += ["Failed gates: " + "; ".join(markdown_code(name) for name in gates["failed"]), ""]
     gated = gates.get("gated_configs")
     if gated:
         out += [f"Gates cover {'config' if len(gated) == 1 else 'configs'} "
-                + ", ".join(f"`{c}`" for c in gated) + "; other configs are reported, not gated.", ""]
+                + ", ".join(map(markdown_code, gated)) + "; other configs are reported, not gated.", ""]
     out += ["| gate | value | n | status | why |", "|---|---|---|---|---|"]
     for r in gates["results"]:
         status = r["status"]
@@ -24,8 +25,9 @@ def render_gates_markdown(gates: dict[str, Any]) -> str:
             status += " (fails: blocking)" if r["blocking"] else " (not blocking)"
         elif r["status"] == "fail" and not r["blocking"]:
             status += " (advisory)"
-        out.append(f"| {r['name']} | {_value(r['value'])} | {r['n']} | {status} | {r['reason']} |")
+        out.append(f"| {markdown(r['name'])} | {_value(r['value'])} | {r['n']} | {markdown(status)} | "
+                   f"{markdown(r['reason'])} |")
     if gates.get("trust"):
         out += ["", "Judge trust (README, \"Calibration: when may judge scores gate?\"): "
-                + "; ".join(f"{m}: {t['reason']}" for m, t in gates["trust"].items())]
+                + "; ".join(f"{markdown(m)}: {markdown(t['reason'])}" for m, t in gates["trust"].items())]
     return "\n".join(out) + "\n"

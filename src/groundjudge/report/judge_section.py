@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import summary
 
 README_TRUST = "README, section \"Calibration: when may judge scores gate?\""
@@ -20,7 +21,7 @@ def trust_lines(doc: dict[str, Any]) -> list[str]:
             else "**Judge trust: " + ("untrusted" if not trusted else "partly trusted") + "** — findings of an "
             "untrusted judge are advisory: its agreement with human labels is not proven, so read each one "
             f"against the chunks before acting on it (see the {README_TRUST}).")
-    return [head, ""] + [f"- `{m}`: {t['reason']}" for m, t in trust.items()] + [""]
+    return [head, ""] + [f"- {markdown_code(m)}: {markdown(t['reason'])}" for m, t in trust.items()] + [""]
 
 
 def _fmt(value: dict[str, Any]) -> str:
@@ -31,12 +32,14 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     judge = doc["judge"]
     ident = judge["identity"]
     out = ["## Judge", "",
-           f"Rubric `{ident['rubric']['id']}` v{ident['rubric']['version']} (hash `{ident['rubric']['hash'][:12]}`), "
-           f"model `{ident['model']}`, decoding {ident['decoding']}.", ""]
+           f"Rubric {markdown_code(ident['rubric']['id'])} v{ident['rubric']['version']} "
+           f"(hash {markdown_code(ident['rubric']['hash'][:12])}), model {markdown_code(ident['model'])}, "
+           f"decoding {markdown(ident['decoding'])}.", ""]
     out += trust_lines(doc)
     configs = list(judge["per_config"])
     summaries = {c: judge["per_config"][c]["summary"] for c in configs}
-    rows: list[tuple[str, Any]] = [(f"{crit['metric']} ({crit['name']}" + (", 0-3" if crit["kind"] == "ordinal" else "")
+    rows: list[tuple[str, Any]] = [(f"{markdown(crit['metric'])} ({markdown(crit['name'])}"
+                                    + (", 0-3" if crit["kind"] == "ordinal" else "")
                                     + ")", lambda s, m=crit["metric"]: _fmt(s["metrics"][m]))
                                    for crit in judge["criteria"]]
     rows += [("claims", lambda s: str(s["claims"]))]
@@ -46,7 +49,7 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
         rows += [("claims: unchecked (answer already decided)", lambda s: str(s["claim_classes"].get("unchecked", 0)))]
     rows += [("judged / skipped / judge_error", lambda s: " / ".join(
         str(s["status_counts"].get(x, 0)) for x in ("judged", "skipped", "judge_error")))]
-    out += ["| metric | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    out += ["| metric | " + " | ".join(map(markdown, configs)) + " |", "|---|" + "---|" * len(configs)]
     for name, get in rows:
         out.append(f"| {name} | " + " | ".join(get(summaries[c]) for c in configs) + " |")
     t = judge["totals"]
@@ -54,19 +57,20 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     cache = judge["cache"]
     out += ["", f"Calls: {u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} "
             f"completion tokens, ${u['cost_usd']:.4f}. Cache: {t['cache_hits']} hits, {cache['entries']} entries "
-            f"({cache['size_bytes']} bytes) in `{cache['directory']}`."]
+            f"({cache['size_bytes']} bytes) in {markdown_code(cache['directory'])}."]
     if u.get("unmetered"):
         out[-1] += (f" {u['unmetered']} of the replies came with no token count from the endpoint, so the "
                     "token figures leave them out.")
     if t["stopped"]:
-        out += ["", f"**The judge stopped sending**: {t['stopped']}"]
+        out += ["", f"**The judge stopped sending**: {markdown(t['stopped'])}"]
     skips = judge["skip_reasons"]
     if skips:
-        out += ["", "Skipped (reason: count): " + ", ".join(f"{k}: {v}" for k, v in sorted(skips.items()))]
+        out += ["", "Skipped (reason: count): " + ", ".join(f"{markdown(k)}: {v}" for k, v in sorted(skips.items()))]
     errors = [(c, cid, r["reason"]) for c in configs for cid, r in judge["per_config"][c]["cases"].items()
               if r["status"] == "judge_error"]
     if errors:
-        out += ["", "### Judge errors", ""] + [f"- `{cid}` ({c}): {reason}" for c, cid, reason in errors]
+        out += ["", "### Judge errors", ""] + [f"- {markdown_code(cid)} ({markdown(c)}): {markdown(reason)}"
+                                                for c, cid, reason in errors]
     bad = [(c, cid, claim) for c in configs for cid, r in judge["per_config"][c]["cases"].items()
            for claim in r["claims"] if claim["class"] in ("unsupported", "contradicted", "misattributed")]
     if bad:
@@ -74,11 +78,14 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
                 "| case | config | class | claim | support | not in the passages | cited | supported by |",
                 "|---|---|---|---|---|---|---|---|"]
         for c, cid, claim in bad[:40]:
-            text = claim["claim"].replace("|", "\\|").replace("\n", " ")
+            text = markdown(claim["claim"])
             conf = "–" if claim.get("confidence") is None else f"{claim['confidence']:.2f}"
-            unfound = "–" if claim.get("unfound_terms") is None else ", ".join(claim["unfound_terms"]) or "none"
-            out.append(f"| `{cid}` | {c} | {claim['class']} | {text} | {conf} | {unfound} | {', '.join(claim['cited'])} | "
-                       f"{', '.join(claim['support'])} |")
+            terms = claim.get("unfound_terms")
+            unfound = "–" if terms is None else ", ".join(map(markdown, terms)) or "none"
+            cited = ", ".join(map(markdown_code, claim["cited"]))
+            support = ", ".join(map(markdown_code, claim["support"]))
+            out.append(f"| {markdown_code(cid)} | {markdown(c)} | {claim['class']} | {text} | {conf} | {unfound} | "
+                       f"{cited} | {support} |")
         if len(bad) > 40:
             out.append(f"\n… and {len(bad) - 40} more in report.json and triage.md.")
     return "\n".join(out) + "\n"

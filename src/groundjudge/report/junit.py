@@ -12,6 +12,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from groundjudge.inert import terminal
+
 
 def _failed(gate: dict[str, Any]) -> bool:
     return bool(gate["blocking"]) and gate["status"] in ("fail", "no_data")
@@ -48,4 +50,6 @@ def junit_xml(doc: dict[str, Any]) -> str:
     suite.set("tests", str(len(gates["results"])))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    # control characters from ids and reasons are not allowed in XML: shown escaped (\x1b), the
+    # file stays XML a CI system can read
+    return terminal(ET.tostring(suite, encoding="unicode", xml_declaration=True), keep_newlines=True) + "\n"

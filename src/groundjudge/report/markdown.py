@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number, summary
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 
@@ -27,8 +28,10 @@ def _num(value: float | None) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A table of cells that are Markdown already: values from the inputs are made inert by
+    their callers (``inert.markdown``, ``inert.markdown_code``), pipes included."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
 
 
@@ -43,15 +46,16 @@ def _leak_lines(doc: dict[str, Any]) -> list[str]:
     gated = doc.get("gates", {}).get("gated_configs")
     out = []
     for cfg, ids in leaks.items():
-        cases = ", ".join(f"`{cid}`" for cid in ids)
+        cases = ", ".join(map(markdown_code, ids))
+        name = markdown_code(cfg)
         if gated is None:
-            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. They block a release of `{cfg}`.")
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in {name}** — {cases}. They block a release of {name}.")
         elif cfg in gated:
-            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. They block this release.")
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in {name}** — {cases}. They block this release.")
         else:
-            out.append(f"**Critical: {len(ids)} ACL leak(s) in `{cfg}`** — {cases}. No gate covers `{cfg}` "
-                       f"(gated: {', '.join(f'`{g}`' for g in gated)}), so they do not change this verdict; "
-                       f"they would block a release of `{cfg}`.")
+            out.append(f"**Critical: {len(ids)} ACL leak(s) in {name}** — {cases}. No gate covers {name} "
+                       f"(gated: {', '.join(map(markdown_code, gated))}), so they do not change this verdict; "
+                       f"they would block a release of {name}.")
     return out + [""]
 
 
@@ -69,8 +73,9 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     trec = "qrels" in doc.get("inputs", {})
     out += ["## Accounting", "",
             f"- queries in the qrels: {acc['cases']}" if trec else f"- cases in the golden set: {acc['cases']}",
-            *(f"- `{cfg}`: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
-              + (f" ({', '.join(acc['missing_trace'][cfg][:10])})" if acc['missing_trace'].get(cfg) else "")
+            *(f"- {markdown_code(cfg)}: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
+              + (f" ({', '.join(map(markdown, acc['missing_trace'][cfg][:10]))})"
+                 if acc['missing_trace'].get(cfg) else "")
               for cfg, n in acc["scored"].items()),
             *([] if trec else [
                 f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",
@@ -80,8 +85,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
             ""]
     out += ["## Aggregate metrics per config", "",
             "Each value is a mean over the cases where the metric is defined; n is that count.", ""]
-    out += _table(["metric", *configs],
-                  [[m, *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
+    out += _table(["metric", *map(markdown, configs)],
+                  [[markdown(m), *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
     for title, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
         if not any(doc["per_config"][cfg][key] for cfg in configs):
@@ -90,8 +95,9 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
         for cfg in configs:
             groups = doc["per_config"][cfg][key]
             metrics = [m for m in TAG_METRICS if any(m in s for s in groups.values())]
-            out += [f"### `{cfg}`", ""]
-            out += _table([column, *metrics], [[g, *(fmt(s.get(m)) for m in metrics)] for g, s in groups.items()])
+            out += [f"### {markdown_code(cfg)}", ""]
+            out += _table([column, *map(markdown, metrics)],
+                          [[markdown(g), *(fmt(s.get(m)) for m in metrics)] for g, s in groups.items()])
             out.append("")
     out.append("")
     out += ["## Top failed cases", "",
@@ -109,7 +115,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     rows.sort(key=lambda r: (STAGE_ORDER.index(r[3]), -r[0], r[1], r[2]))
     if rows:
         out += _table(["case", "config", "stage", "failed checks"],
-                      [[f"`{cid}`", cfg, stage, "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
+                      [[markdown_code(cid), markdown(cfg), stage,
+                        "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
                        for _, cfg, cid, stage, failed in rows[:top_failed]])
         if len(rows) > top_failed:
             where = "report.json" if doc.get("kind") == "groundjudge.report" else "metrics.json"
@@ -121,17 +128,18 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
         out += calibration_lines(calibration)
     prov = doc["provenance"]
     out += ["", "## Provenance", "",
-            f"groundjudge {prov['tool_version']}, commit {prov['git_commit'] or 'unknown'}"
+            f"groundjudge {markdown(prov['tool_version'])}, commit {markdown(prov['git_commit'] or 'unknown')}"
             + (" (dirty)" if prov["git_dirty"] else "") + f", Python {prov['python']}.", ""]
     return "\n".join(out)
 
 
 def _record_cell(ref: dict[str, Any] | None, fallback: str) -> str:
     if not ref:
-        return f"`{Path(fallback).name}`"
-    labels = f"labels {ref['labels_hash'][:12]}" if ref.get("labels_hash") else "labels unrecorded (legacy record)"
-    raters = ", ".join(f"{name} {count}" for name, count in ref["raters"].items())
-    return f"`{Path(ref['path'] or '').name}` ({labels}, raters {raters})"
+        return markdown_code(Path(fallback).name)
+    labels = f"labels {markdown(ref['labels_hash'][:12])}" if ref.get("labels_hash") \
+        else "labels unrecorded (legacy record)"
+    raters = ", ".join(f"{markdown(name)} {count}" for name, count in ref["raters"].items())
+    return f"{markdown_code(Path(ref['path'] or '').name)} ({labels}, raters {raters})"
 
 
 def calibration_lines(calibration: dict[str, Any]) -> list[str]:
@@ -139,12 +147,12 @@ def calibration_lines(calibration: dict[str, Any]) -> list[str]:
     labels hash, raters; n in its own column), then this judge's records that decide nothing."""
     rule = calibration.get("rule")
     out = ["", "## Calibration", "",
-           f"Judge against `{calibration['primary_rater']}`, beside human–human agreement; per criterion, the "
-           f"record that decides trust ({rule or 'the newest record'})."]
+           f"Judge against {markdown_code(calibration['primary_rater'])}, beside human–human agreement; per "
+           f"criterion, the record that decides trust ({markdown(rule or 'the newest record')})."]
     decided_by = calibration.get("decided_by") or {}
     out += [""] + _table(
         ["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "deciding record"],
-        [[name, str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
+        [[markdown(name), str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
           _num(st["judge_vs_human"]["kappa"]),
           f"[{_num(st['judge_vs_human']['ci_low'])}, {_num(st['judge_vs_human']['ci_high'])}]",
           "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st["inter_rater"].values()) or "–",
@@ -153,5 +161,5 @@ def calibration_lines(calibration: dict[str, Any]) -> list[str]:
     idle = [r for r in calibration.get("records") or [] if not r["decides"]]
     if idle:
         out += ["", "Other records of this judge, outranked for every criterion: " + "; ".join(
-            _record_cell(r, "") + " n " + ", ".join(f"{c} {n}" for c, n in r["n"].items()) for r in idle) + "."]
+            _record_cell(r, "") + " n " + ", ".join(f"{markdown(c)} {n}" for c, n in r["n"].items()) for r in idle) + "."]
     return out

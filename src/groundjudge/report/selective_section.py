@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number
 
 QUEUE_SHOWN = 50
@@ -20,25 +21,32 @@ def queue_lines(doc: dict[str, Any]) -> list[str]:
     out = [f"### Human queue ({len(queue)} item(s))", "",
            "Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label` offers "
            "them first; each is a `awaits_person` row of triage.jsonl) to raise the gates' coverage.", ""]
-    out += [f"- `{q['case_id']}` ({q['config_id']}): {', '.join(q['criteria'])}" + _why(q) for q in queue[:QUEUE_SHOWN]]
+    out += [f"- {markdown_code(q['case_id'])} ({markdown(q['config_id'])}): {', '.join(map(markdown, q['criteria']))}"
+            + _why(q) for q in queue[:QUEUE_SHOWN]]
     if len(queue) > QUEUE_SHOWN:
         out.append(f"- … and {len(queue) - QUEUE_SHOWN} more in report.json (`gates.selective.queue`)")
     return out + [""]
 
 
 def abstention_text(a: dict[str, Any]) -> str:
+    """Plain text (triage.jsonl's ``why``): Markdown makes it inert where it is shown."""
     return f"`{a['judge']}` ({a['role']}): {a['reason']}"
 
 
+def _abstention_markdown(a: dict[str, Any]) -> str:
+    return f"{markdown_code(a['judge'])} ({markdown(a['role'])}): {markdown(a['reason'])}"
+
+
 def _why(item: dict[str, Any]) -> str:
-    parts = [f"{r['criterion']}: " + "; ".join(abstention_text(a) for a in r["abstained"])
+    parts = [f"{markdown(r['criterion'])}: " + "; ".join(_abstention_markdown(a) for a in r["abstained"])
              for r in item.get("reasons") or []]
     return (" — " + " | ".join(parts)) if parts else ""
 
 
 def _cutoff_row(judge: str, name: str, c: dict[str, Any]) -> str:
     lam = "none: keeps nothing" if c["cutoff"] is None else f"{c['cutoff']:g}"
-    return (f"| {judge} | {name} | {lam} | {c['target_agreement']:g} | {c['risk']:g} | {number(c['coverage'], 3)} "
+    return (f"| {judge} | {markdown(name)} | {lam} | {c['target_agreement']:g} | {c['risk']:g} | "
+            f"{number(c['coverage'], 3)} "
             f"(n={c['n']}) | {number(c['bound'], 3)} |")
 
 
@@ -48,13 +56,13 @@ def _figures(name: str, block: dict[str, Any]) -> list[str]:
                  f" Kappa-maximising threshold on P(True) {number(kt['threshold'], 2)}: cross-fitted kappa "
                  f"{number(kt['cross_fitted_kappa'], 3)} over {kt['folds']} folds, against "
                  f"{number(kt['kappa_at_default'], 3)} at the rubric's {kt['default']:g}.")
-    out = [f"#### `{name}`: calibration figures", "",
-           f"Verdict confidence: {block['verdict_confidence']}. Expected calibration error "
+    out = [f"#### {markdown_code(name)}: calibration figures", "",
+           f"Verdict confidence: {markdown(block['verdict_confidence'])}. Expected calibration error "
            f"{number(rel['ece'], 3)} (n={rel['n']}).{threshold}", "",
            "| confidence | n | mean confidence | agreement |", "|---|---|---|---|"]
     out += [f"| {b['low']:g}–{b['high']:g} | {b['n']} | {number(b['confidence'], 3)} | {number(b['agreement'], 3)} |"
             for b in rel["bins"] if b["n"]]
-    out += ["", f"Coverage against agreement ({fit['reason']}):", "",
+    out += ["", f"Coverage against agreement ({markdown(fit['reason'])}):", "",
             "| cut-off | kept | coverage | agreement | lower bound | test |", "|---|---|---|---|---|---|"]
     rows: dict[int, dict[str, Any]] = {}  # kept -> the lowest cut-off keeping them, tested ones first
     for p in fit["curve"]:
@@ -80,14 +88,15 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
            "| judge | criterion | lambda | target | risk | coverage on calibration | lower bound |",
            "|---|---|---|---|---|---|---|"]
     first_model = doc["judge"]["identity"]["model"]
-    out += [_cutoff_row(f"`{first_model}`", name, c) for name, c in selective["first"].items()]
-    out += [_cutoff_row(f"`{selective['escalation_model']}` (escalation)", name, c)
+    out += [_cutoff_row(markdown_code(first_model), name, c) for name, c in selective["first"].items()]
+    out += [_cutoff_row(f"{markdown_code(selective['escalation_model'])} (escalation)", name, c)
             for name, c in selective["escalation"].items()]
     if selective["escalation_model"] and not selective["escalation"]:
-        out.append(f"| `{selective['escalation_model']}` (escalation) | – | no calibration record for it: "
-                   "its verdicts are never trusted | | | | |")
+        out.append(f"| {markdown_code(selective['escalation_model'])} (escalation) | – | no calibration record for "
+                   "it: its verdicts are never trusted | | | | |")
     for name, why in (selective.get("all_or_nothing") or {}).items():
-        out.append(f"| `{first_model}` | {name} | – | all-or-nothing rule: {why} | | | |")
+        out.append(f"| {markdown_code(first_model)} | {markdown(name)} | – | all-or-nothing rule: {markdown(why)} "
+                   "| | | |")
     out += ["", "Ordinal criteria: a verdict agrees with people only on the exact grade; their rate is the mean "
             "grade of the decided items.", ""] if any(
         c.get("kind") == "ordinal" for per in selective["per_config"].values() for c in per.values()) else [""]
@@ -101,16 +110,18 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
             ppi = c["ppi"]
             ppi_text = ("–" if not ppi or ppi["corrected"] is None else
                         f"{ppi['corrected']:.3f} [{ppi['ci_low']:.3f}, {ppi['ci_high']:.3f}] (n={ppi['n_labelled']})")
-            out.append(f"| {cfg} | {name} | {c['items']} | {k['trusted']} | {k['escalated']} | {k['human']} | "
+            out.append(f"| {markdown(cfg)} | {markdown(name)} | {c['items']} | {k['trusted']} | {k['escalated']} | "
+                       f"{k['human']} | "
                        f"{k['queued']} | {number(c['coverage'], 3)} | {number(c['rate'], 3)} | {level} | {ppi_text} |")
     gates = [g for g in doc["gates"]["results"] if g.get("all_or_nothing")]
     if gates:
         out += ["", "| gate | under selective trust | under the all-or-nothing rule |", "|---|---|---|"]
-        out += [f"| {g['name']} | {g['status']}: {g['reason']} | {g['all_or_nothing']} |" for g in gates]
+        out += [f"| {markdown(g['name'])} | {g['status']}: {markdown(g['reason'])} | {markdown(g['all_or_nothing'])} |"
+                for g in gates]
     esc = doc.get("escalation")
     if esc:
         u = esc["totals"]["usage"]
-        out += ["", f"Escalation judge `{esc['identity']['model']}`: {esc['to_judge']} item(s) sent, "
+        out += ["", f"Escalation judge {markdown_code(esc['identity']['model'])}: {esc['to_judge']} item(s) sent, "
                 f"{u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} completion "
                 f"tokens, ${u['cost_usd']:.4f}; {esc['totals']['cache_hits']} from the cache."]
     out.append("")

@@ -15,9 +15,13 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from groundjudge.errors import InputError
 from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.dataset import Dataset
 from groundjudge.load.items import chunk_ids
 from groundjudge.metrics.case import ranking_of
@@ -119,11 +123,86 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                 yield records
 
 
+class _GoldChunk(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    chunk_id: str
+    grade: int | None = None
+    rank: int | None = None
+    in_context: bool = False
+
+
+class _Retrieval(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    gold_chunks: list[_GoldChunk] = []
+
+
+class TriageRow(BaseModel):
+    """What ``groundjudge triage`` reads of a triage.jsonl row: every field it shows, with its
+    type, and the fields each kind of row must have."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["unsupported_claim", "contradicted_claim", "misattributed_citation", "invalid_citation",
+                  "awaits_person"]
+    config_id: str
+    case_id: str
+    tags: list[str] = []
+    question: str | None = None
+    answer: str | None = None
+    retrieval: _Retrieval = _Retrieval()
+    criteria: list[str] | None = None
+    why: str | None = None
+    problem: str | None = None
+    claim: str | None = None
+    support_probability: float | None = None
+    unfound_terms: list[str] | None = None
+    cited: list[str] | None = None
+    supported_by: list[str] | None = None
+    chunks: dict[str, str | None] = {}
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> TriageRow:
+        needed = {"awaits_person": ("criteria",), "invalid_citation": ("cited", "problem")}.get(
+            self.kind, ("claim", "cited", "supported_by"))
+        missing = [name for name in needed if getattr(self, name) is None
+                   or (self.kind == "invalid_citation" and name == "cited" and not self.cited)]
+        if missing:
+            raise ValueError(f"a row of kind {self.kind} needs {', '.join(missing)}")
+        return self
+
+
+def read_triage_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's triage.jsonl, each checked (``TriageRow``) before anything reads it:
+    an edited or foreign file is an InputError naming the line and field."""
+    from groundjudge.files import jsonl_lines
+    from groundjudge.load.records import read_text, validation_problems
+    from groundjudge.strict_json import JSONProblem, loads
+
+    if not path.exists():
+        raise InputError.one(path, None, None, "no triage.jsonl here: is this the --out folder of `groundjudge run`?")
+    text = read_text(path) if path.stat().st_size else ""
+    rows: list[dict[str, Any]] = []
+    for lineno, line in enumerate(jsonl_lines(text), 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+        except JSONProblem as exc:
+            raise InputError.one(path, lineno, None, exc.message) from None
+        if not isinstance(row, dict):
+            raise InputError.one(path, lineno, None, f"expected a JSON object, got {type(row).__name__}")
+        try:
+            TriageRow.model_validate(row)
+        except ValidationError as exc:
+            raise InputError(validation_problems(path, lineno, exc)) from None
+        rows.append(row)
+    return rows
+
+
 def filter_records(records: Iterable[dict[str, Any]], *, tags: Iterable[str] = (), kinds: Iterable[str] = (),
                    configs: Iterable[str] = ()) -> list[dict[str, Any]]:
     tags, kinds, configs = set(tags), set(kinds), set(configs)
     return [r for r in records
-            if (not tags or tags & set(r["tags"])) and (not kinds or r["kind"] in kinds)
+            if (not tags or tags & set(r.get("tags") or ())) and (not kinds or r["kind"] in kinds)
             and (not configs or r["config_id"] in configs)]
 
 
@@ -139,13 +218,13 @@ def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
-    if not facts["gold_chunks"]:
+    if not facts.get("gold_chunks"):
         return "no gold chunks for this case"
     parts = []
     for g in facts["gold_chunks"]:
-        where = f"rank {g['rank']}" if g["rank"] else "never retrieved"
-        parts.append(f"`{g['chunk_id']}` (grade {g['grade']}): {where}, "
-                     + ("in context" if g["in_context"] else "not in context"))
+        where = f"rank {g.get('rank')}" if g.get("rank") else "never retrieved"
+        parts.append(f"{markdown_code(g['chunk_id'])} (grade {markdown(g.get('grade'))}): {where}, "
+                     + ("in context" if g.get("in_context") else "not in context"))
     return "; ".join(parts)
 
 
@@ -194,25 +273,29 @@ def _markdown_header(found: int, waiting: int, doc: dict[str, Any] | None) -> st
 
 
 def _case_markdown(items: list[dict[str, Any]]) -> str:
+    """One case's findings. Every value from the inputs or the judge goes through
+    ``groundjudge.inert``: an answer's HTML, images, links or line breaks are shown as text."""
     first = items[0]
-    out = [f"## `{first['case_id']}` ({first['config_id']})", "", f"**Question:** {first['question']}", "",
-           f"**Answer:** {first['answer']}", "", f"**Retrieval:** {_retrieval_line(first['retrieval'])}", ""]
+    out = [f"## {markdown_code(first['case_id'])} ({markdown(first['config_id'])})", "",
+           f"**Question:** {markdown(first.get('question'))}", "",
+           f"**Answer:** {markdown(first.get('answer'))}", "",
+           f"**Retrieval:** {_retrieval_line(first.get('retrieval') or {})}", ""]
     for r in items:
         if r["kind"] == AWAITS_PERSON:
-            out.append(f"- **awaits a person** ({', '.join(r['criteria'])}): no trusted judge settled it"
-                       + (f" — {r['why']}" if r["why"] else ""))
+            out.append(f"- **awaits a person** ({', '.join(map(markdown, r['criteria']))}): no trusted judge settled it"
+                       + (f" — {markdown(r['why'])}" if r.get("why") else ""))
             continue
         if r["kind"] == "invalid_citation":
-            out.append(f"- **invalid citation** `{r['cited'][0]}`: {r['problem']}")
+            out.append(f"- **invalid citation** {markdown_code(r['cited'][0])}: {markdown(r['problem'])}")
         else:
             p, terms = r.get("support_probability"), r.get("unfound_terms")
-            out.append(f"- **{r['kind'].replace('_', ' ')}**: “{r['claim']}”"
+            out.append(f"- **{r['kind'].replace('_', ' ')}**: “{markdown(r['claim'])}”"
                        + ("" if p is None else f" (support {p:.2f})")
-                       + (f"; not in the passages: {', '.join(terms)}" if terms else "") + " — cited "
-                       f"{', '.join(f'`{c}`' for c in r['cited']) or 'nothing'}, supported by "
-                       f"{', '.join(f'`{c}`' for c in r['supported_by']) or 'nothing'}")
-        for cid, text in r["chunks"].items():
+                       + (f"; not in the passages: {', '.join(map(markdown, terms))}" if terms else "") + " — cited "
+                       f"{', '.join(map(markdown_code, r['cited'])) or 'nothing'}, supported by "
+                       f"{', '.join(map(markdown_code, r['supported_by'])) or 'nothing'}")
+        for cid, text in (r.get("chunks") or {}).items():
             snippet = (text or "(no text)").replace("\n", " ")
-            out.append(f"  - `{cid}`: {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
+            out.append(f"  - {markdown_code(cid)}: {markdown(snippet[:400])}{'…' if len(snippet) > 400 else ''}")
     out.append("")
     return "\n" + "\n".join(out)

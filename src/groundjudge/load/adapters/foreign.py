@@ -42,7 +42,7 @@ class ForeignRecord(BaseModel):
     """One line of a foreign file as its system writes it: frozen, and fields this model does
     not name are kept (``model_extra``) so they can travel into the native record."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, allow_inf_nan=False)
 
 
 def null_as_default(*fields: str) -> Any:

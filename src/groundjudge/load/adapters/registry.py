@@ -107,7 +107,7 @@ def _first_object(path: Path) -> dict[str, Any] | None:
         if line.strip():
             try:
                 value = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return None  # the loader will report it with its line number
             return value if isinstance(value, dict) else None
     return None

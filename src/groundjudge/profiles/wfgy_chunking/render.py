@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.inert import markdown
 from groundjudge.profiles.wfgy_chunking.definitions import BAD_DELTA_S
 
 ABOVE = f"above_{BAD_DELTA_S:.2f}"
@@ -64,19 +65,19 @@ def _delta_s_tables(result: dict[str, Any]) -> list[str]:
     origin = f"runs with ΔS from the trace: {sources['trace']}, computed: {sources['embedding']}, " \
              f"none: {sources['none']}"
     if model:
-        origin += f"; model {model['name']} (weights sha256 {str(model['weights_sha256'])[:12]}…)"
+        origin += f"; model {markdown(model['name'])} (weights sha256 {markdown(str(model['weights_sha256'])[:12])}…)"
     lines = ["", "## ΔS per question (top-k items of all its runs)", "", origin + ".", "",
              f"| qid | runs | items | median | p90 | > {BAD_DELTA_S:.2f} | within thresholds |",
              "|---|---|---|---|---|---|---|"]
     for qid, row in result["ΔS_by_qid"].items():
-        lines.append(f"| {qid} | {row['runs']} | {row['n']} | {_fmt(row['median'])} | {_fmt(row['p90'])} | "
+        lines.append(f"| {markdown(qid)} | {row['runs']} | {row['n']} | {_fmt(row['median'])} | {_fmt(row['p90'])} | "
                      f"{row[ABOVE]} | {_fmt(row['within_thresholds'])} |")
     lines += ["", "## By content type (top-k)", "",
               "| type | retrieved | relevant | precision | ΔS items | ΔS median | ΔS p90 |",
               "|---|---|---|---|---|---|---|"]
     for kind, row in result["by_type"].items():
         spread = row["ΔS"]
-        lines.append(f"| {kind} | {row['retrieved']} | {row['relevant']} | {_fmt(row['precision'])} | "
+        lines.append(f"| {markdown(kind)} | {row['retrieved']} | {row['relevant']} | {_fmt(row['precision'])} | "
                      f"{spread['n']} | {_fmt(spread['median'])} | {_fmt(spread['p90'])} |")
     return lines
 
@@ -94,11 +95,13 @@ def _gates_and_notes(result: dict[str, Any]) -> list[str]:
                       f"drop {_fmt(live['drop_points'])} points (at most {live['max_drop_points']})."]
     notes = []
     if result["bad_qids"]:
-        notes.append(f"- Flagged (coverage 0 or cited ΔS > {BAD_DELTA_S}): {', '.join(result['bad_qids'])}")
+        notes.append(f"- Flagged (coverage 0 or cited ΔS > {BAD_DELTA_S}): "
+                     + ", ".join(map(markdown, result["bad_qids"])))
     if result["missing_trace"]:
-        notes.append(f"- No run (scored as retrieving nothing): {', '.join(result['missing_trace'])}")
+        notes.append(f"- No run (scored as retrieving nothing): {', '.join(map(markdown, result['missing_trace']))}")
     if result["unknown_trace"]:
-        notes.append(f"- Runs for qids not in the gold set (ignored): {', '.join(result['unknown_trace'])}")
+        notes.append("- Runs for qids not in the gold set (ignored): "
+                     + ", ".join(map(markdown, result["unknown_trace"])))
     if notes:
         lines += ["", "## Notes", "", *notes]
     return lines

@@ -1,0 +1,107 @@
+"""Untrusted text made inert where it is shown: on a terminal and in a Markdown reader.
+
+Questions, answers, contexts, case ids, config ids and tags come from users' files; model ids,
+batch ids and error messages from servers. Shown as they are, an escape sequence in an answer
+retitles the terminal, clears it, or plants a link (OSC 8), and Markdown in an answer draws an
+image, hides a comment, opens a link or breaks a table in report.md. So every value that came
+from outside goes through one of these functions on its way out:
+
+- :func:`terminal` for anything printed: control characters (C0 but tab, DEL, C1) and the bidi
+  controls that reorder what a reader sees are shown in their escaped form (``\\x1b``,
+  ``\\u202e``); line breaks too, unless the text is our own multi-line output.
+- :func:`markdown` for text inside a Markdown line or table cell: the characters that make
+  markup (``\\ * _ [ ] | ~ &``, the backtick, a ``<`` that could open a tag, and ``# - + >``
+  or ``1.`` where a line would start) are backslash-escaped, so it renders as the same text;
+  line breaks become spaces and control characters are shown as above.
+- :func:`markdown_code` for an id shown as code: a code span no backtick inside can close.
+- :func:`terminal_json` for JSON printed for a program to read (``--json``): the same
+  characters as ``\\u`` escapes, so the text stays the same JSON.
+
+The escaped forms are what a reader needs to see that something was there, and they never act.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["markdown", "markdown_code", "terminal", "terminal_json"]
+
+# C0 controls but tab and line feed, DEL, the C1 controls (U+009B is a CSI on some terminals),
+# and the bidi embeddings, overrides and isolates (text that reads differently than it is).
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_TERMINAL = re.compile(f"[{_CONTROL}]")
+_TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029\x85]")
+# Markup (or an escape of markup): backslash, backtick, emphasis, links and images (``[``),
+# tables, strikethrough, entities; HTML, comments and autolinks (a ``<`` before a letter, ``/``,
+# ``!`` or ``?``: "p < 0.05" stays as written). An underscore between two letters or digits
+# cannot start emphasis, so ``api_002`` stays as written too.
+_MARKUP = re.compile(r"[\\`*\[\]|~&]|<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_])")
+# Markup only where a line starts and text follows: a heading, a list item, a quote.
+_LINE_START = re.compile(r"^(?:([#+-])(?=\s)|(>)|(\d+)([.)])(?=\s))")
+_BACKTICKS = re.compile("`+")
+
+
+def _visible(match: re.Match[str]) -> str:
+    ch = match.group()
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal(text: object, *, keep_newlines: bool = False) -> str:
+    r"""``text`` safe to print: controls and bidi overrides shown escaped, never sent as they are.
+
+    With ``keep_newlines`` (our own multi-line output, whose values were escaped already), line
+    feeds stay; a carriage return, which would let a line overwrite itself, never does.
+
+    >>> terminal("ok\x1b]0;pwned\x07\nnext")
+    'ok\\x1b]0;pwned\\x07\\nnext'
+    """
+    pattern = _TERMINAL if keep_newlines else _TERMINAL_LINE
+    return pattern.sub(_visible, str(text))
+
+
+def terminal_json(text: str) -> str:
+    r"""JSON text safe to print, and still the same JSON: JSON writers escape C0 controls but
+    leave DEL, C1 and bidi controls raw inside strings (the only place they can be); here they
+    are ``\u`` escapes.
+
+    >>> terminal_json('{"a": "x\x9by\u202e"}')
+    '{"a": "x\\u009by\\u202e"}'
+    """
+    return _TERMINAL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _one_line(text: object) -> str:
+    return _TERMINAL.sub(_visible, _LINE_BREAK.sub(" ", str(text)).replace("\t", " "))
+
+
+def markdown(text: object) -> str:
+    r"""``text`` as literal Markdown text, on one line: safe in a paragraph, a heading, a list
+    item or a table cell (a pipe is escaped too).
+
+    >>> markdown('<img src=x> ![a](http://e) | *b* api_002 _c_\n<!-- d -->')
+    '\\<img src=x> !\\[a\\](http://e) \\| \\*b\\* api_002 \\_c\\_ \\<!-- d -->'
+    """
+    escaped = _MARKUP.sub(lambda m: "\\" + m.group(), _one_line(text))
+    return _LINE_START.sub(lambda m: f"\\{m[1] or m[2]}" if m[1] or m[2] else f"{m[3]}\\{m[4]}", escaped)
+
+
+def markdown_code(text: object) -> str:
+    r"""``text`` as a Markdown code span (an id, a claim's chunk), on one line. The span's fence
+    is longer than any run of backticks inside, so nothing in the text can end it; a pipe is
+    escaped so a table cell holds it (inside a table GitHub shows ``|``; elsewhere ``\|``).
+
+    >>> markdown_code("a`b")
+    '``a`b``'
+    """
+    body = _one_line(text).replace("|", "\\|")
+    runs = _BACKTICKS.findall(body)
+    fence = "`" * (max(map(len, runs), default=0) + 1)
+    if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
