@@ -92,6 +92,15 @@ def test_a_plain_rater_name_goes_to_the_labels_folder_and_an_explicit_labels_fil
     assert {p.name for p in (tmp_path / "calibration" / "labels").iterdir() if not p.name.startswith(".")} == \
         {"kim.lee.jsonl.selection"}
 
+def test_a_rater_name_with_terminal_controls_or_markup_is_printed_inert(run_dir, tmp_path):
+    """With --labels the rater name is only a name, any text: it reaches the terminal as text,
+    never as an escape sequence (a window title, a colour) or as rich markup."""
+    hostile = "kim\x1b]0;owned\x07[bold red]x[/]\x1b[2J"
+    result = label(str(run_dir), "--rater", hostile, "--labels", str(tmp_path / "k.jsonl"), "--batch", "2")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\\x1b]0;owned\\x07[bold red]x[/]" in result.output
+
+
 # --- the human queue: in triage.jsonl, offered first by the picker ------------------------------
 
 def picky_large_judge(body: dict, index: int):

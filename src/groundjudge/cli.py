@@ -750,6 +750,7 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
     kappa CI now and expected after the batch, and with --serve label them in the browser."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from groundjudge.label import prepare_batch
     from groundjudge.label.server import LabelApp
@@ -759,29 +760,30 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
                          double_share=double_share, seed=seed, queue_first=queue_first)
     s = plan.session
     if plan.batch is None:
-        click.echo(f"{rater} has labelled every judged item of this run ({len(s.labelled)}).")
+        click.echo(f"{terminal(rater)} has labelled every judged item of this run ({len(s.labelled)}).")
     else:
         done, total = s.current_batch_progress()
         how = ("resumed unfinished" if plan.resumed else "new (human queue)" if plan.batch.strategy == "queue"
                else f"new ({plan.batch.strategy}, seed {plan.batch.seed})")
-        click.echo(f"batch {plan.batch.batch} for {rater}: {how}, {done}/{total} labelled, "
-                   f"{plan.doubles} also labelled by another rater; labels go to {s.labels_path}")
-    click.echo(plan.queue_note)
-    click.echo(plan.confidence_note)
-    table = Table(title="judge vs " + rater + " (weighted by inverse inclusion probability)")
+        click.echo(f"batch {plan.batch.batch} for {terminal(rater)}: {how}, {done}/{total} labelled, "
+                   f"{plan.doubles} also labelled by another rater; labels go to {terminal(str(s.labels_path))}")
+    click.echo(terminal(plan.queue_note))
+    click.echo(terminal(plan.confidence_note))
+    # names from the run and the user are text, never rich markup or terminal controls
+    table = Table(title=Text(terminal(f"judge vs {rater} (weighted by inverse inclusion probability)")))
     for col in ("criterion", "n", "kappa", "95% CI now", "half-width now", "expected half-width after batch"):
         table.add_column(col)
     for criterion, est in plan.current.items():
         expected = plan.expected_half_width.get(criterion)
-        table.add_row(criterion + ("" if est.weighted or est.n == 0 else " (unweighted)"), str(est.n),
-                      _num(est.kappa), f"[{_num(est.ci_low)}, {_num(est.ci_high)}]", _num(est.half_width),
-                      _num(expected))
+        table.add_row(Text(terminal(criterion) + ("" if est.weighted or est.n == 0 else " (unweighted)")),
+                      str(est.n), _num(est.kappa), Text(f"[{_num(est.ci_low)}, {_num(est.ci_high)}]"),
+                      _num(est.half_width), _num(expected))
     Console(highlight=False).print(table)
-    click.echo(plan.expected_note)
+    click.echo(terminal(plan.expected_note))
     if serve and plan.batch is not None:
         serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
                    ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))
-        click.echo("labelling page stopped; every label given is in " + str(s.labels_path), err=True)
+        click.echo("labelling page stopped; every label given is in " + terminal(str(s.labels_path)), err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover
