@@ -327,16 +327,7 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
     config.write_text(config.read_text().replace('rubric = "claim_check"',
                                                  'rubric = "claim_check"\nrubric_version = 2'))
     backend = BatchBackend()
-    with ScriptedOpenAIServer(claim_answer, batches=backend) as srv:
-        common = ["--config", str(config), "--rubric", "claim_check", "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
-        submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
-                             "--batch"])
-        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
-        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet", "--wait", "10"])
-        batch_live_calls = srv.call_count
-        live = _invoke(["run", *common, "--cache-dir", str(tmp_path / "live-cache"), "--out", str(tmp_path / "live")])
-        live_calls = srv.call_count - batch_live_calls
-    assert done.exit_code in (0, 1) and live.exit_code in (0, 1), done.output + live.output
+    batch_live_calls, live_calls = _batched_then_live(config, backend, tmp_path)
     state = load_state(tmp_path / "out")
     assert state is not None and len(state.batches) == 2 and not state.live
     first, second = state.batches
@@ -346,6 +337,28 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
                                  for line in contradiction)
     assert batch_live_calls == 0 and len(backend.lines) == live_calls  # the same questions, in batches
     assert all(line["body"]["logprobs"] is True and line["body"]["max_tokens"] == 1 for line in backend.lines)
+    batched = _same_verdicts_batched_and_live(tmp_path)
+    assert sum(c["status"] == "judged" for c in batched["per_config"]["candidate"]["cases"].values()) > 30
+
+
+def _batched_then_live(config: Path, backend: BatchBackend, tmp_path: Path) -> tuple[int, int]:
+    """The example judged through batches (run --batch, then batch collect) into tmp_path/out,
+    then live into tmp_path/live; (live calls the batched run made, live calls of the live run)."""
+    with ScriptedOpenAIServer(claim_answer, batches=backend) as srv:
+        common = ["--config", str(config), "--rubric", "claim_check", "--judge-base-url", srv.base_url,
+                  "--judge-model", srv.model, "--quiet"]
+        submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+                             "--batch"])
+        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
+        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet", "--wait", "10"])
+        batch_live_calls = srv.call_count
+        live = _invoke(["run", *common, "--cache-dir", str(tmp_path / "live-cache"), "--out", str(tmp_path / "live")])
+        live_calls = srv.call_count - batch_live_calls
+    assert done.exit_code in (0, 1) and live.exit_code in (0, 1), done.output + live.output
+    return batch_live_calls, live_calls
+
+
+def _same_verdicts_batched_and_live(tmp_path: Path) -> dict[str, Any]:
     batched = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
     direct = json.loads((tmp_path / "live" / "report.json").read_text())["judge"]
     for cfg in ("baseline", "candidate"):
@@ -353,7 +366,7 @@ def test_claim_check_in_two_batches_matches_live_with_no_live_calls(tmp_path: Pa
             other = batched["per_config"][cfg]["cases"][cid]
             assert (other["status"], other["criteria"], other["claims"]) == (
                 case["status"], case["criteria"], case["claims"]), (cfg, cid)
-    assert sum(c["status"] == "judged" for c in batched["per_config"]["candidate"]["cases"].values()) > 30
+    return batched
 
 
 def test_claim_check_answers_cut_short_in_a_batch_are_repaired_in_the_next_batch(tmp_path: Path) -> None:
@@ -373,28 +386,14 @@ def test_claim_check_answers_cut_short_in_a_batch_are_repaired_in_the_next_batch
         return claim_answer(body, index)
 
     backend = BatchBackend(script=cut_once)
-    with ScriptedOpenAIServer(claim_answer, batches=backend) as srv:
-        common = ["--config", str(config), "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--quiet"]
-        submitted = _invoke(["run", *common, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
-                             "--batch"])
-        assert submitted.exit_code == EXIT_BATCH_PENDING, submitted.output
-        done = _invoke(["batch", "collect", str(tmp_path / "out"), "--quiet", "--wait", "10"])
-        batch_live_calls = srv.call_count
-        live = _invoke(["run", *common, "--cache-dir", str(tmp_path / "live-cache"), "--out", str(tmp_path / "live")])
-    assert done.exit_code in (0, 1) and live.exit_code in (0, 1), done.output + live.output
+    batch_live_calls, _ = _batched_then_live(config, backend, tmp_path)
     assert batch_live_calls == 0
     state = load_state(tmp_path / "out")
     assert state is not None and len(state.batches) == 2
     repairs = state.batches[1].lines.values()
     cut = sum(1 for n in seen.values() if n == 2)
     assert cut > 10 and len(repairs) == cut and all(info.repair and len(info.history) == 1 for info in repairs)
-    batched = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
-    direct = json.loads((tmp_path / "live" / "report.json").read_text())["judge"]
-    for cfg in ("baseline", "candidate"):
-        for cid, case in direct["per_config"][cfg]["cases"].items():
-            other = batched["per_config"][cfg]["cases"][cid]
-            assert (other["status"], other["criteria"], other["claims"]) == (
-                case["status"], case["criteria"], case["claims"]), (cfg, cid)
+    _same_verdicts_batched_and_live(tmp_path)
 
 
 def hash_of(text: str) -> int:
@@ -464,15 +463,18 @@ def _outside(root: Path, run_dir: Path) -> list[Path]:
             and not p.name.startswith("history.sqlite")]
 
 
-def test_a_server_chosen_batch_id_never_becomes_a_path(tmp_path: Path) -> None:
+def _batch_run_with(backend: BatchBackend, tmp_path: Path, run_dir: Path) -> Any:
     config = _one_attempt_config(tmp_path)
-    run_dir = tmp_path / "a" / "b" / "out"  # deep enough that the id's ../ would land inside tmp_path
-    backend = BatchBackend(batch_ids=lambda: HOSTILE_ID)
     with ScriptedOpenAIServer(example_script, batches=backend) as srv:
         args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
                 "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
                 "--quiet", "--batch", "--batch-wait", "5"]
-        result = CliRunner().invoke(main, args)
+        return CliRunner().invoke(main, args)
+
+
+def test_a_server_chosen_batch_id_never_becomes_a_path(tmp_path: Path) -> None:
+    run_dir = tmp_path / "a" / "b" / "out"  # deep enough that the id's ../ would land inside tmp_path
+    result = _batch_run_with(BatchBackend(batch_ids=lambda: HOSTILE_ID), tmp_path, run_dir)
     assert result.exit_code == 3, result.output  # the endpoint misbehaves: exit 3, as for an unreachable one
     assert "error: batch: the endpoint answered the batch id 'x/../../../../PWN', which is not a plain id" in result.stderr
     assert "Traceback" not in result.output
@@ -481,14 +483,8 @@ def test_a_server_chosen_batch_id_never_becomes_a_path(tmp_path: Path) -> None:
 
 
 def test_a_server_chosen_file_id_never_becomes_a_path(tmp_path: Path) -> None:
-    config = _one_attempt_config(tmp_path)
     run_dir = tmp_path / "a" / "b" / "out"
-    backend = BatchBackend(file_ids=lambda: HOSTILE_ID)
-    with ScriptedOpenAIServer(example_script, batches=backend) as srv:
-        args = ["run", "--config", str(config), "--rubric", "grounded_answer", "--judge-base-url", srv.base_url,
-                "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir),
-                "--quiet", "--batch", "--batch-wait", "5"]
-        result = CliRunner().invoke(main, args)
+    result = _batch_run_with(BatchBackend(file_ids=lambda: HOSTILE_ID), tmp_path, run_dir)
     assert result.exit_code == 3, result.output
     assert "the endpoint answered the output file id 'x/../../../../PWN', which is not a plain id" in result.stderr
     assert not list(tmp_path.rglob("*PWN*")) and _outside(tmp_path, run_dir) == []

@@ -121,12 +121,18 @@ def test_judge_items_carry_what_the_judge_needs(mixed: tuple[Dataset, MetricsRun
     assert list(inline.contexts) == [("leave#1", "Staff get 15 days of annual leave."), ("extra#1", "Inline text.")]
 
 
-def test_priority_deterministic_failures_then_changes_then_the_rest(tmp_path: Path) -> None:
+def base_and_cand(tmp_path: Path):
+    """Five cases (one failing must_contain) in two configs; the candidate changes c1's answer and
+    c2's context order."""
     cases = [case(f"c{i}", **GOOD) for i in range(4)] + [case("bad", **{**GOOD, "must_contain": ["22 days"]})]
     traces = [trace(f"c{i}") for i in range(4)] + [trace("bad")]
     traces += [trace("c0", "cand"), trace("c1", "cand", answer="You get 15 days, really [leave#1]."),
                trace("c2", "cand", context_chunks=["leave#2", "leave#1"]), trace("c3", "cand"), trace("bad", "cand")]
-    dataset, metrics = build(tmp_path, cases, traces)
+    return build(tmp_path, cases, traces)
+
+
+def test_priority_deterministic_failures_then_changes_then_the_rest(tmp_path: Path) -> None:
+    dataset, metrics = base_and_cand(tmp_path)
     chosen = [s for s in select_cases(dataset, metrics) if s.judge]
     order = [(s.config_id, s.case_id, s.priority) for s in chosen]
     assert order == [("base", "bad", 0), ("cand", "bad", 0), ("cand", "c1", 1), ("cand", "c2", 1),
@@ -218,11 +224,7 @@ def test_items_naming_the_same_chunk_share_its_text_pair():
 
 
 def test_the_gated_configs_come_first_taking_turns_each_in_its_priority_order(tmp_path: Path) -> None:
-    cases = [case(f"c{i}", **GOOD) for i in range(4)] + [case("bad", **{**GOOD, "must_contain": ["22 days"]})]
-    traces = [trace(f"c{i}") for i in range(4)] + [trace("bad")]
-    traces += [trace("c0", "cand"), trace("c1", "cand", answer="You get 15 days, really [leave#1]."),
-               trace("c2", "cand", context_chunks=["leave#2", "leave#1"]), trace("c3", "cand"), trace("bad", "cand")]
-    dataset, metrics = build(tmp_path, cases, traces)
+    dataset, metrics = base_and_cand(tmp_path)
 
     def order(**settings):
         return [(s.config_id, s.case_id) for s in select_cases(dataset, metrics, SelectSettings(**settings)) if s.judge]
