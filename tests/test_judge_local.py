@@ -67,7 +67,10 @@ def test_embedded_judge_end_to_end(tmp_path):
     cmd = [sys.executable, "-m", "groundjudge.cli", "run", "--config", str(ROOT / "examples" / "groundjudge.toml"),
            "--max-cases", "3", "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--quiet"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
-    assert proc.returncode == 0, proc.stderr
+    # The three cases go to the gated config (candidate) first; its judge gates are decided there
+    # by the example's human labels (selective trust) and may fail: 1, a verdict, not an error.
+    assert proc.returncode in (0, 1), proc.stderr
+    first_code = proc.returncode
     report = json.loads((out / "report.json").read_text())
     judge = report["judge"]
     assert judge["identity"]["model"] == local.MODEL_ID
@@ -92,7 +95,7 @@ def test_embedded_judge_end_to_end(tmp_path):
     # A second identical run is answered entirely from the cache, without starting the server.
     proc = subprocess.run([*cmd, "--keep-errors"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           check=False)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == first_code, proc.stderr
     again = json.loads((out / "report.json").read_text())["judge"]
     assert again["totals"]["usage"]["requests"] == 0 and again["base_url"] is None
     assert again["totals"]["cache_hits"] == len(judged) + sum(r["status"] == "judge_error" for r in records)
