@@ -20,6 +20,8 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
@@ -62,6 +64,38 @@ def test_terminal_shows_every_control_escaped() -> None:
     assert "\\x9b32mgreen" in shown and "\\u202egnp.exe" in shown and "\\r\\n" in shown
     assert terminal("line 1\nline 2\r", keep_newlines=True) == "line 1\nline 2\\r"
     assert terminal("tab\tstays") == "tab\tstays"
+
+
+# The escaping as one regular expression per rule (what groundjudge.inert does with translation
+# tables, for speed): the two must agree on every text.
+_REF_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_REF_CONTROL_LINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\n]")
+_REF_BREAK = re.compile("\r\n|[\r\n\u2028\u2029\x85]")
+_REF_MARKUP = re.compile(r"[\\`*\[\]|~&]|<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_])")
+_REF_START = re.compile(r"^(?:([#+-])(?=\s)|(>)|(\d+)([.)])(?=\s))")
+
+
+def _ref_visible(m: re.Match[str]) -> str:
+    ch = m.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch)
+    return named or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def _ref_markdown(text: str) -> str:
+    line = _REF_CONTROL.sub(_ref_visible, _REF_BREAK.sub(" ", text).replace("\t", " "))
+    escaped = _REF_MARKUP.sub(lambda m: "\\" + m.group(), line)
+    return _REF_START.sub(lambda m: f"\\{m[1] or m[2]}" if m[1] or m[2] else f"{m[3]}\\{m[4]}", escaped)
+
+
+_TRICKY = st.sampled_from(list("<>_*`[]|~&\\#+-.)1 a\n\r\t\x1b\x85\u2028\u202e\x9b/!?é_"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_TRICKY, st.characters()), max_size=30).map("".join))
+def test_the_fast_escaping_is_the_rule_by_rule_escaping(text: str) -> None:
+    assert markdown(text) == _ref_markdown(text)
+    assert terminal(text) == _REF_CONTROL_LINE.sub(_ref_visible, text)
+    assert terminal(text, keep_newlines=True) == _REF_CONTROL.sub(_ref_visible, text)
 
 
 def test_terminal_json_is_the_same_json() -> None:

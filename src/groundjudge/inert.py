@@ -30,26 +30,38 @@ __all__ = ["markdown", "markdown_code", "terminal", "terminal_json"]
 # and the bidi embeddings, overrides and isolates (text that reads differently than it is).
 _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
 _TERMINAL = re.compile(f"[{_CONTROL}]")
-_TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029\x85]")
-# Markup (or an escape of markup): backslash, backtick, emphasis, links and images (``[``),
-# tables, strikethrough, entities; HTML, comments and autolinks (a ``<`` before a letter, ``/``,
-# ``!`` or ``?``: "p < 0.05" stays as written). An underscore between two letters or digits
-# cannot start emphasis, so ``api_002`` stays as written too.
-_MARKUP = re.compile(r"[\\`*\[\]|~&]|<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_])")
 # Markup only where a line starts and text follows: a heading, a list item, a quote.
 _LINE_START = re.compile(r"^(?:([#+-])(?=\s)|(>)|(\d+)([.)])(?=\s))")
 _BACKTICKS = re.compile("`+")
 
 
-def _visible(match: re.Match[str]) -> str:
-    ch = match.group()
+def _visible_char(ch: str) -> str:
     named = _NAMED.get(ch)
     if named is not None:
         return named
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_CONTROLS = [chr(c) for c in range(0x2070) if _TERMINAL.match(chr(c))]
+# Reports escape hundreds of thousands of values, most with nothing to escape: each function
+# first looks for what it would change (one regular-expression search in C), and changes only
+# what it finds, without a Python call per character (the results are those of one rule per
+# regular expression; a test checks them against that).
+_SHOWN = str.maketrans({ch: _visible_char(ch) for ch in _CONTROLS})
+_SHOWN_LINE = str.maketrans({ch: _visible_char(ch) for ch in [*_CONTROLS, "\n"]})
+_ONE_LINE = str.maketrans({**{ch: _visible_char(ch) for ch in _CONTROLS},
+                           **{ch: " " for ch in "\r\n\u2028\u2029\x85\t"}})
+_NOT_ONE_LINE = re.compile(f"[{_CONTROL}\n\t\u2028\u2029]")
+_TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
+# Markup (or an escape of markup): backslash, backtick, emphasis, links and images (``[``),
+# tables, strikethrough, entities, escaped wherever they stand (the backslash first, so no
+# escape is escaped again); then what depends on its neighbours: HTML, comments and autolinks
+# (a ``<`` before a letter, ``/``, ``!`` or ``?``: "p < 0.05" stays as written), and an
+# underscore at a word's edge (``api_002`` stays as written).
+_ALWAYS_MARKUP = "\\`*[]|~&"
+_MARKUP_AROUND = re.compile(r"(?=[<_])(?:<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_]))")
 
 
 def terminal(text: object, *, keep_newlines: bool = False) -> str:
@@ -61,8 +73,10 @@ def terminal(text: object, *, keep_newlines: bool = False) -> str:
     >>> terminal("ok\x1b]0;pwned\x07\nnext")
     'ok\\x1b]0;pwned\\x07\\nnext'
     """
-    pattern = _TERMINAL if keep_newlines else _TERMINAL_LINE
-    return pattern.sub(_visible, str(text))
+    value = str(text)
+    if (_TERMINAL if keep_newlines else _TERMINAL_LINE).search(value) is None:
+        return value
+    return value.translate(_SHOWN if keep_newlines else _SHOWN_LINE)
 
 
 def terminal_json(text: str) -> str:
@@ -77,7 +91,10 @@ def terminal_json(text: str) -> str:
 
 
 def _one_line(text: object) -> str:
-    return _TERMINAL.sub(_visible, _LINE_BREAK.sub(" ", str(text)).replace("\t", " "))
+    value = str(text)
+    if _NOT_ONE_LINE.search(value) is None:
+        return value
+    return value.replace("\r\n", " ").translate(_ONE_LINE)
 
 
 def markdown(text: object) -> str:
@@ -87,7 +104,14 @@ def markdown(text: object) -> str:
     >>> markdown('<img src=x> ![a](http://e) | *b* api_002 _c_\n<!-- d -->')
     '\\<img src=x> !\\[a\\](http://e) \\| \\*b\\* api_002 \\_c\\_ \\<!-- d -->'
     """
-    escaped = _MARKUP.sub(lambda m: "\\" + m.group(), _one_line(text))
+    # Escaping the unconditional markup first changes no neighbour the conditional rules look
+    # at: it only puts a backslash before a character that is not a letter, digit or ``_``.
+    escaped = _one_line(text)
+    for ch in _ALWAYS_MARKUP:
+        if ch in escaped:
+            escaped = escaped.replace(ch, "\\" + ch)
+    if "<" in escaped or "_" in escaped:
+        escaped = _MARKUP_AROUND.sub(r"\\\g<0>", escaped)
     return _LINE_START.sub(lambda m: f"\\{m[1] or m[2]}" if m[1] or m[2] else f"{m[3]}\\{m[4]}", escaped)
 
 
