@@ -87,6 +87,14 @@ def _ref_markdown(text: str) -> str:
     return _REF_START.sub(lambda m: f"\\{m[1] or m[2]}" if m[1] or m[2] else f"{m[3]}\\{m[4]}", escaped)
 
 
+def _ref_markdown_code(text: str) -> str:
+    body = _REF_CONTROL.sub(_ref_visible, _REF_BREAK.sub(" ", text).replace("\t", " ")).replace("|", "\\|")
+    fence = "`" * (max(map(len, re.findall("`+", body)), default=0) + 1)
+    if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
+        body = f" {body} "
+    return f"{fence}{body}{fence}"
+
+
 _TRICKY = st.sampled_from(list("<>_*`[]|~&\\#+-.)1 a\n\r\t\x1b\x85\u2028\u202e\x9b/!?é_"))
 
 
@@ -94,6 +102,7 @@ _TRICKY = st.sampled_from(list("<>_*`[]|~&\\#+-.)1 a\n\r\t\x1b\x85\u2028\u202e\x
 @given(st.lists(st.one_of(_TRICKY, st.characters()), max_size=30).map("".join))
 def test_the_fast_escaping_is_the_rule_by_rule_escaping(text: str) -> None:
     assert markdown(text) == _ref_markdown(text)
+    assert markdown_code(text) == _ref_markdown_code(text)
     assert terminal(text) == _REF_CONTROL_LINE.sub(_ref_visible, text)
     assert terminal(text, keep_newlines=True) == _REF_CONTROL.sub(_ref_visible, text)
 

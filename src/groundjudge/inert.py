@@ -123,9 +123,10 @@ def markdown_code(text: object) -> str:
     >>> markdown_code("a`b")
     '``a`b``'
     """
-    body = _one_line(text).replace("|", "\\|")
-    runs = _BACKTICKS.findall(body)
-    fence = "`" * (max(map(len, runs), default=0) + 1)
+    body = _one_line(text)
+    if "|" in body:
+        body = body.replace("|", "\\|")
+    fence = "`" * (max(map(len, _BACKTICKS.findall(body)), default=0) + 1) if "`" in body else "`"
     if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
         body = f" {body} "
     return f"{fence}{body}{fence}"

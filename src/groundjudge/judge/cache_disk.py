@@ -128,6 +128,8 @@ _REPLY_FIELDS: dict[str, Any] = {"raw": str, "model": str, "prompt_tokens": int,
 def reply_fields(value: Any) -> dict[str, Any] | None:
     """The fields of a stored cached reply, when ``value`` is exactly one made of plain values
     (defaults filled in); None for anything else."""
+    if type(value) is dict and value.keys() == _REPLY_FIELDS.keys() and _plain(value):
+        return value  # as this version writes them: every field, each of its own type (checked at once)
     if not isinstance(value, dict) or not {"raw", "model"} <= value.keys() or value.keys() - _REPLY_FIELDS.keys():
         return None
     for name, kind in _REPLY_FIELDS.items():
@@ -145,6 +147,13 @@ class _DataOnly(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"refused: {module}.{name}")
+
+
+def _plain(value: dict[str, Any]) -> bool:
+    history = value["history"]
+    return (type(value["raw"]) is str and type(value["model"]) is str and type(value["prompt_tokens"]) is int
+            and type(value["completion_tokens"]) is int and type(value["created"]) in (int, float)
+            and type(value["repaired"]) is bool and type(history) is list and all(type(h) is str for h in history))
 
 
 def plain_reply(data: bytes) -> dict[str, Any] | None:
