@@ -77,7 +77,7 @@ def test_a_judge_that_dies_mid_run_exits_3_and_its_run_is_no_data_point(tmp_path
     assert f"run {runs[1].id}" in cli.stderr and "not comparable" in cli.stderr
 
 
-def test_a_damaged_history_costs_one_warning_and_no_report(tmp_path: Path) -> None:
+def test_a_damaged_history_costs_one_warning_line_and_never_the_reports(tmp_path: Path) -> None:
     config = example_config(tmp_path)
     history = tmp_path / "history.sqlite"
     history.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84 + b"\xff" * 8000)  # a header, then garbage
