@@ -69,8 +69,8 @@ def test_format_and_profile_flags_accept_the_toy_and_its_gate_sets_the_exit_code
     assert (good.exit_code, bad.exit_code) == (0, 1), good.output + bad.output
     own_good = json.loads((tmp_path / "good" / "profile-toy.json").read_text())
     own_bad = json.loads((tmp_path / "bad" / "profile-toy.json").read_text())
-    assert own_good == {"first_look": 2 / 3, "n": 3, "pass": True}
-    assert own_bad == {"first_look": 1 / 3, "n": 3, "pass": False}
+    assert own_good == {"first_look": 2 / 3, "n": 3, "min_first_look": 0.6, "pass": True}
+    assert own_bad == {"first_look": 1 / 3, "n": 3, "min_first_look": 0.6, "pass": False}
     assert "## Profile `toy`" in (tmp_path / "bad" / "report.md").read_text()
 
 
@@ -166,3 +166,122 @@ def test_a_profile_needs_a_registered_format_and_only_one_per_format(toy):
         register_profile(Profile("ticketing", toy_system.from_files))
     with pytest.raises(ValueError, match="'toy' already has a profile"):
         register_profile(Profile("toy", toy_system.from_files))
+
+
+# --- a profile's knobs: one settings model gives a [profile.<name>] table and flags --------------
+
+def toy_config(folder: Path, table: str = "", replies: str = "replies_good.jsonl") -> Path:
+    path = folder / "groundjudge.toml"
+    path.write_text(f'[inputs]\ngolden = "{TOY / "gold.jsonl"}"\ntraces = ["{TOY / replies}"]\n' + table)
+    return path
+
+
+def own_report(out: Path) -> dict:
+    return json.loads((out / "profile-toy.json").read_text())
+
+
+def test_a_knob_is_set_by_its_flag_and_by_a_profile_table_and_the_flag_wins(toy, tmp_path):
+    # replies_good: first_look 2/3, above the default bound 0.6
+    assert metrics("--config", toy_config(tmp_path), "--profile", "toy", "--out", tmp_path / "a").exit_code == 0
+    by_flag = metrics("--config", toy_config(tmp_path), "--profile", "toy", "--min-first-look", "0.7",
+                      "--out", tmp_path / "b")
+    assert by_flag.exit_code == 1 and own_report(tmp_path / "b")["min_first_look"] == 0.7
+    config = toy_config(tmp_path, "[profile.toy]\nmin_first_look = 0.7\n")
+    assert metrics("--config", config, "--profile", "toy", "--out", tmp_path / "c").exit_code == 1
+    assert own_report(tmp_path / "c")["min_first_look"] == 0.7
+    assert metrics("--config", config, "--profile", "toy", "--min-first-look", "0.5", "--out", tmp_path / "d"
+                   ).exit_code == 0
+    assert own_report(tmp_path / "d")["min_first_look"] == 0.5
+
+
+@pytest.mark.parametrize("spelling", ["--only_replied", "--only-replied"])
+def test_a_bool_knob_is_a_switch_under_each_of_its_spellings(toy, tmp_path, spelling):
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text('{"ticket": "T-1", "looked_at": ["kb-12"], "reply": "Use the reset link."}\n')
+    args = ("--format", "toy", "--profile", "toy", "--golden", TOY / "gold.jsonl", "--traces", replies)
+    assert metrics(*args, "--out", tmp_path / "all").exit_code == 1  # T-2 and T-3 unreplied: misses, 1/3
+    assert own_report(tmp_path / "all")["n"] == 3
+    assert metrics(*args, spelling, "--out", tmp_path / "replied").exit_code == 0  # 1/1
+    assert own_report(tmp_path / "replied") == {"first_look": 1.0, "n": 1, "min_first_look": 0.6, "pass": True}
+    table = metrics("--config", toy_config(tmp_path, "[profile.toy]\nonly_replied = true\n", "replies_good.jsonl"),
+                    "--traces", replies, "--profile", "toy", "--out", tmp_path / "table")
+    assert table.exit_code == 0 and own_report(tmp_path / "table")["n"] == 1
+
+
+def test_an_unknown_key_in_a_profile_table_names_the_profile_and_its_settings(toy, tmp_path):
+    config = toy_config(tmp_path, "[profile.toy]\nmin_first_lok = 0.7\n")
+    result = metrics("--config", config, "--profile", "toy", "--out", tmp_path / "out")
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    assert (f"{config}: profile.toy.min_first_lok: unknown setting of the toy profile (its settings: min_first_look, "
+            "only_replied)") in result.stderr
+
+
+def test_a_table_for_a_profile_that_does_not_exist_is_refused(toy, tmp_path):
+    config = toy_config(tmp_path, "[profile.tickets]\nmin_first_look = 0.7\n")
+    result = metrics("--config", config, "--out", tmp_path / "out")
+    assert result.exit_code == 2
+    assert f"{config}: profile.tickets: unknown profile 'tickets'; known: {', '.join(BUILT_IN)}, toy" in result.stderr
+
+
+def test_a_bad_knob_value_names_its_flag_or_its_table_key(toy, tmp_path):
+    by_flag = metrics("--config", toy_config(tmp_path), "--profile", "toy", "--min-first-look", "2",
+                      "--out", tmp_path / "a")
+    assert by_flag.exit_code == 2 and "command line: --min-first-look: Input should be less than or equal to 1" \
+        in by_flag.stderr
+    config = toy_config(tmp_path, "[profile.toy]\nmin_first_look = \"high\"\n")
+    by_table = metrics("--config", config, "--profile", "toy", "--out", tmp_path / "b")
+    assert by_table.exit_code == 2 and f"{config}: profile.toy.min_first_look: Input should be a valid number" \
+        in by_table.stderr
+
+
+def test_a_knob_flag_needs_its_profile(toy, tmp_path):
+    result = metrics("--config", toy_config(tmp_path), "--min-first-look", "0.7", "--out", tmp_path / "a")
+    assert result.exit_code == 2
+    assert "command line: --min-first-look: a setting of the toy profile: add --profile toy" in result.stderr
+    other = metrics("--config", toy_config(tmp_path), "--profile", "kb-eval", "--only-replied", "--out", tmp_path / "b")
+    assert other.exit_code == 2 and "--only_replied: a setting of the toy profile" in other.stderr
+
+
+def test_help_lists_each_knob_with_its_profile(toy):
+    for command in ("metrics", "run"):
+        text = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+        assert "--min-first-look TEXT [--profile toy] The gate's lower bound on first_look." in text
+        assert "--only_replied, --only-replied [--profile toy] Leave tickets without a reply out" in text
+
+
+def test_knobs_from_python_are_the_same_settings(toy, tmp_path):
+    from groundjudge import api
+
+    config = api.resolve_config(toy_config(tmp_path, "[profile.toy]\nonly_replied = true\n"),
+                                {"profile.toy.min_first_look": 0.25})
+    settings = api.profile_settings(config, "toy")
+    assert (settings.min_first_look, settings.only_replied) == (0.25, True)
+    assert api.profile_report(config, "toy").report["min_first_look"] == 0.25
+    assert api.profile_settings(api.resolve_config(toy_config(tmp_path)), "toy") == toy_system.ToySettings()
+
+
+def test_two_profiles_may_share_a_flag_only_spelled_and_used_the_same_way(toy):
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from groundjudge.profiles import Flag, ProfileSettings, unregister_profile
+
+    class Clash(ProfileSettings):
+        only: Annotated[str, Flag("--only-replied"), Field(description="a value, not a switch")] = ""
+
+    register_format(InputFormat("clash", lambda first, role: False, toy_system.to_native))
+    try:
+        with pytest.raises(ValueError, match="--only-replied .*'toy' profile's 'only_replied'"):
+            register_profile(Profile("clash", toy_system.from_files, Clash))
+        assert "clash" not in profile_names()
+
+        class Same(ProfileSettings):
+            min_first_look: float = 0.5  # --min-first-look, a value as the toy's: one flag for both
+
+        register_profile(Profile("clash", toy_system.from_files, Same))
+        text = " ".join(CliRunner().invoke(main, ["metrics", "--help"]).output.split())
+        assert "--min-first-look TEXT [--profile toy] The gate's lower bound on first_look. [--profile clash]" in text
+    finally:
+        unregister_profile("clash")
+        unregister_format("clash")

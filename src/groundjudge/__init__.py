@@ -37,6 +37,7 @@ _EXPORTS = {
     "compute_metrics": "groundjudge.api",
     "write_metrics_reports": "groundjudge.api",
     "profile_report": "groundjudge.api",
+    "profile_settings": "groundjudge.api",
     "calibrate": "groundjudge.api",
     "Calibration": "groundjudge.api",
     "position_probe": "groundjudge.api",

@@ -46,20 +46,53 @@ if TYPE_CHECKING:
 
 def resolve_config(config_path: str | Path | None = None, flags: dict[str, Any] | None = None,
                    environ: dict[str, str] | None = None) -> Config:
-    """Defaults < config file < environment < flags. ``flags`` maps "section.name" to a value;
-    ``None`` (and an empty list or tuple) means the flag was not given."""
+    """Defaults < config file < environment < flags. ``flags`` maps "section.name" to a value,
+    and a profile's knob "profile.<profile>.<knob>" (see :func:`profile_settings`); ``None``
+    (and an empty list or tuple) means the flag was not given. Every ``[profile.<name>]``
+    table is checked against that profile's settings."""
     config = apply_environment(load_config(config_path), environ)
     data = config.model_dump()
+    knob_flags: dict[str, dict[str, Any]] = {}
     for dotted, value in (flags or {}).items():
         if value is None or (isinstance(value, (list, tuple)) and not value):
             continue
-        section, name = dotted.split(".")
+        section, name = dotted.split(".", 1)
+        if section == "profile":
+            profile, knob = name.split(".")
+            knob_flags.setdefault(profile, {})[knob] = value
+            continue
         data[section][name] = list(value) if isinstance(value, tuple) else value
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:  # a flag's value the settings refuse (--concurrency 1000)
         raise InputError([InputProblem("command line", None, ".".join(map(str, err["loc"])), err["msg"])
                           for err in exc.errors(include_url=False)]) from None
+    if config.profile or knob_flags:
+        config = _with_profile_settings(config, knob_flags)
+    return config
+
+
+def _with_profile_settings(config: Config, knob_flags: dict[str, dict[str, Any]]) -> Config:
+    """``config`` with each ``[profile.<name>]`` table checked (relative paths resolved against
+    the config file's folder) and the knobs given as flags laid over it."""
+    from groundjudge.profiles import profile_settings
+
+    tables: dict[str, dict[str, Any]] = {}
+    for name, table in config.profile.items():
+        checked = profile_settings(name, table, source=_where(config),
+                                   base=config.source.resolve().parent if config.source else None)
+        tables[name] = checked.model_dump(exclude_unset=True)
+    for name, given in knob_flags.items():
+        checked = profile_settings(name, {**tables.get(name, {}), **given}, flags=True)
+        tables[name] = checked.model_dump(exclude_unset=True)
+    return config.model_copy(update={"profile": tables})
+
+
+def profile_settings(config: Config, name: str) -> Any:
+    """The settings of profile ``name`` in ``config`` (its defaults where the config sets none)."""
+    from groundjudge.profiles import profile_settings as checked
+
+    return checked(name, config.profile.get(name, {}), source=_where(config))
 
 
 def metric_settings(config: Config) -> MetricSettings:
@@ -503,7 +536,7 @@ def profile_report(config: Config, name: str) -> Any:
     if found != name:
         raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
                                                          f"{found} files")
-    return run_profile(name, inputs.golden, inputs.traces, inputs.live)
+    return run_profile(name, inputs.golden, inputs.traces, inputs.live, profile_settings(config, name))
 
 
 def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:

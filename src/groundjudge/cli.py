@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import os
@@ -120,6 +121,103 @@ class RegistryChoice(click.Choice):
         return tuple(self._names())
 
 
+class ProfileKnobsCommand(click.Command):
+    """A command that also takes every registered profile's knobs as flags (``--gates``,
+    ``--scu_enforced``), read from the profiles registry when the command is used, so a
+    profile registered later brings its knobs along. A knob whose flag is already an option of
+    the command (``--k``) takes that option's value."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        help_option = self.get_help_option(ctx)
+        params = [param for param in super().get_params(ctx) if param is not help_option]
+        knobs = {opt.opts[0]: opt for opt in _knob_options()}
+        for i, param in enumerate(params):
+            shared = next((knobs.pop(flag) for flag in param.opts if flag in knobs), None)
+            if shared is not None and isinstance(param, click.Option):
+                # the command's own option, also a knob: its help says so (on a copy: the
+                # command's option is shared by every call)
+                params[i] = copy.copy(param)
+                params[i].help = f"{param.help} {shared.help}"
+        return params + list(knobs.values()) + ([help_option] if help_option is not None else [])
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from groundjudge.profiles import profile_knobs
+
+        return super().parse_args(ctx, _joined_words(args, {f for k in profile_knobs() if k.words for f in k.flags}))
+
+
+def _knob_dest(flag: str) -> str:
+    return "knob_" + flag.lstrip("-").replace("-", "_")
+
+
+def _knob_options() -> list[click.Option]:
+    from groundjudge.profiles import profile_knobs
+
+    grouped: dict[tuple[str, ...], list[Any]] = {}
+    for knob in profile_knobs():  # profiles sharing a flag share its spellings (register_profile)
+        grouped.setdefault(knob.flags, []).append(knob)
+    options = []
+    for flags, knobs in grouped.items():
+        first = knobs[0]
+        text = " ".join(f"[--profile {k.profile}] {k.help}".strip() for k in knobs)
+        options.append(click.Option([*flags, _knob_dest(flags[0])], is_flag=first.switch,
+                                    default=None, multiple=first.many, help=text))
+    return options
+
+
+def _joined_words(args: list[str], flags: set[str]) -> list[str]:
+    """``args`` with the ``name=value`` words after a flag that takes them joined into its value:
+    ``--gates precision=0.80 chr=0.75`` -> ``--gates "precision=0.80 chr=0.75"``."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token == "--":
+            out += [token, *args[i:]]
+            break
+        if token in flags and i < len(args):
+            out.append(token)
+            token, i = args[i], i + 1
+        elif not any(token.startswith(f"{flag}=") for flag in flags):
+            out.append(token)
+            continue
+        while i < len(args) and "=" in args[i] and not args[i].startswith("-"):
+            token, i = f"{token} {args[i]}", i + 1
+        out.append(token)
+    return out
+
+
+def profile_flags(ctx: click.Context, profile: str | None) -> dict[str, Any]:
+    """The knobs of ``profile`` given on the command line, as ``profile.<name>.<knob>`` settings
+    for ``api.resolve_config``. A knob flag that belongs only to other profiles (or given with no
+    ``--profile``) is an input error naming the profiles it belongs to."""
+    from groundjudge.profiles import profile_knobs
+
+    knobs = profile_knobs()
+    own = {opt: param for param in ctx.command.params for opt in param.opts}
+    out: dict[str, Any] = {}
+    for knob in knobs:
+        param = own.get(knob.flags[0])
+        value = ctx.params.get(param.name if param is not None else _knob_dest(knob.flags[0]))
+        if value is None or value == ():
+            continue
+        if knob.profile == profile:
+            if isinstance(value, tuple) and not knob.many:
+                if len(value) > 1:
+                    raise InputError.one("command line", None, knob.flags[0],
+                                         f"the {profile} profile takes one value, got {len(value)}: "
+                                         + ", ".join(map(str, value)))
+                value = value[0]
+            out[f"profile.{profile}.{knob.name}"] = value
+        elif param is None and not any(k.profile == profile and k.flags == knob.flags for k in knobs):
+            owners = sorted({k.profile for k in knobs if k.flags == knob.flags})
+            raise InputError.one("command line", None, knob.flags[0],
+                                 f"a setting of the {' and '.join(owners)} profile"
+                                 f"{'s' if len(owners) > 1 else ''}: add --profile {owners[0]}")
+    return out
+
+
 def input_options(func: Any) -> Any:
     for option in reversed([
         click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file."),
@@ -135,7 +233,7 @@ def input_options(func: Any) -> Any:
     return func
 
 
-@main.command()
+@main.command(cls=ProfileKnobsCommand)
 @input_options
 @click.option("--qrels", type=click.Path(path_type=Path), help="TREC qrels file (with --run).")
 @click.option("--run", "run_file", type=click.Path(path_type=Path), help="TREC run file (with --qrels).")
@@ -145,13 +243,16 @@ def input_options(func: Any) -> Any:
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
             fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
-            run_file: Path | None, profile: str | None, live: tuple[Path, ...]) -> None:
-    """Deterministic metrics only (no model): writes metrics.json and report.md."""
+            run_file: Path | None, profile: str | None, live: tuple[Path, ...], **knobs: Any) -> None:
+    """Deterministic metrics only (no model): writes metrics.json and report.md.
+
+    With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
     from groundjudge import api
 
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
-        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out})
+        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        **profile_flags(click.get_current_context(), profile)})
     out_dir = config.output.out or default_out()
     api.check_outputs(out_dir)
     doc = api.compute_metrics(config)
@@ -166,7 +267,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
         sys.exit(1)
 
 
-@main.command()
+@main.command(cls=ProfileKnobsCommand)
 @input_options
 @click.option("--judge-base-url", help="OpenAI-compatible base URL [env GROUNDJUDGE_BASE_URL]; unset: embedded judge.")
 @click.option("--judge-model", help="Pinned judge model id [env GROUNDJUDGE_MODEL].")
@@ -200,8 +301,10 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
-        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float) -> None:
-    """Metrics, then the judge on the cases that need it, then gates and reports."""
+        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, **knobs: Any) -> None:
+    """Metrics, then the judge on the cases that need it, then gates and reports.
+
+    With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
     from groundjudge import api
 
     config = api.resolve_config(config_path, {
@@ -212,7 +315,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None, "output.history": history_file,
-        "output.keep_history": False if no_history else None})
+        "output.keep_history": False if no_history else None, **profile_flags(click.get_current_context(), profile)})
     run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
                    batch_wait=batch_wait, profile=profile)
 

@@ -225,6 +225,9 @@ class Config(_Section):
     local: LocalJudgeConfig = Field(default_factory=LocalJudgeConfig)
     gates: GatesConfig = Field(default_factory=GatesConfig)
     trust: TrustConfig = Field(default_factory=TrustConfig)
+    # [profile.<name>]: a replaced system's knobs, checked against that profile's own settings
+    # model by ``groundjudge.api.resolve_config`` (profiles are a later stage than settings)
+    profile: dict[str, dict[str, Any]] = Field(default_factory=dict)
     source: Path | None = None
 
 

@@ -14,14 +14,18 @@ Reply line (one file per bot)::
 
 Its own report: ``first_look`` is the share of tickets with an answer article whose first
 article looked at is one of them (a ticket with no reply counts as a miss); its gate passes
-when ``first_look >= MIN_FIRST_LOOK``.
+when ``first_look >= min_first_look`` (default ``MIN_FIRST_LOOK``).
+
+Its knobs (:class:`ToySettings`): ``min_first_look`` (``--min-first-look``, or
+``[profile.toy] min_first_look``) and the switch ``only_replied`` (``--only_replied`` /
+``--only-replied``: tickets without a reply are left out rather than counted as misses).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -39,7 +43,7 @@ from groundjudge.load.adapters.foreign import (
 )
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
-from groundjudge.profiles import Profile, ProfileResult, register_profile, unregister_profile
+from groundjudge.profiles import Flag, Profile, ProfileResult, ProfileSettings, register_profile, unregister_profile
 
 NAME = "toy"
 MIN_FIRST_LOOK = 0.6
@@ -108,26 +112,37 @@ def to_native(gold_path: Path, trace_paths: Sequence[Path]) -> NativeData:
     return cases, traces
 
 
-def report(gold: dict[str, TicketGold], replies: Sequence[TicketReply]) -> dict[str, Any]:
+class ToySettings(ProfileSettings):
+    min_first_look: Annotated[float, Field(ge=0, le=1, description="The gate's lower bound on first_look.")] = \
+        MIN_FIRST_LOOK
+    only_replied: Annotated[bool, Flag("--only_replied", "--only-replied"),
+                            Field(description="Leave tickets without a reply out of first_look.")] = False
+
+
+def report(gold: dict[str, TicketGold], replies: Sequence[TicketReply], settings: ToySettings | None = None,
+           ) -> dict[str, Any]:
+    settings = settings or ToySettings()
     first = {r.ticket: r.looked_at[0] for r in replies if r.looked_at}
-    answerable = [g for g in gold.values() if g.answers_in]
+    answerable = [g for g in gold.values() if g.answers_in and (g.ticket in first or not settings.only_replied)]
     hits = sum(first.get(g.ticket) in g.answers_in for g in answerable)
     rate = hits / len(answerable) if answerable else None
-    return {"first_look": rate, "n": len(answerable), "pass": rate is not None and rate >= MIN_FIRST_LOOK}
+    return {"first_look": rate, "n": len(answerable), "min_first_look": settings.min_first_look,
+            "pass": rate is not None and rate >= settings.min_first_look}
 
 
-def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), *,
+               settings: ToySettings) -> ProfileResult:
     gold, _ = read_gold(golden)
     replies = [reply for path in traces for _, reply in read_replies(path, gold)]
-    own = report(gold, replies)
+    own = report(gold, replies, settings)
     verdict = "PASS" if own["pass"] else "FAIL"
-    markdown = f"first look: {own['first_look']} (n={own['n']}, gate >= {MIN_FIRST_LOOK}): {verdict}\n"
+    markdown = f"first look: {own['first_look']} (n={own['n']}, gate >= {own['min_first_look']}): {verdict}\n"
     return ProfileResult(NAME, own, markdown, own["pass"])
 
 
 def register() -> None:
     register_format(InputFormat(NAME, looks_like, to_native))
-    register_profile(Profile(NAME, from_files))
+    register_profile(Profile(NAME, from_files, ToySettings))
 
 
 def unregister() -> None:

@@ -12,11 +12,18 @@ from pathlib import Path
 
 from groundjudge.load.adapters import wfgy_chunking as chunking_format
 from groundjudge.profiles.registry import (
+    Flag,
+    Knob,
     Profile,
     ProfileResult,
+    ProfileSettings,
     evidence_overlap,
+    get_profile,
+    profile_knobs,
     profile_names,
+    profile_settings,
     register_profile,
+    relative_to_config,
     run_profile,
     unregister_profile,
 )
@@ -24,10 +31,17 @@ from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 
 __all__ = [
     "BUILT_IN",
+    "Flag",
+    "Knob",
     "Profile",
     "ProfileResult",
+    "ProfileSettings",
+    "get_profile",
+    "profile_knobs",
     "profile_names",
+    "profile_settings",
     "register_profile",
+    "relative_to_config",
     "run_profile",
     "unregister_profile",
 ]
