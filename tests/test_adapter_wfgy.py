@@ -236,3 +236,21 @@ def test_chunking_bad_gold_lines_name_file_line_and_field(tmp_path, row, fragmen
 def test_chunking_delta_s_accepts_the_increment_sign_spelling():
     t = wfgy_chunking.ChunkingTrace.model_validate({"qid": "Q", "topk": [{"id": "a"}], "∆S": [0.3]})
     assert t.delta_s == [0.3]
+
+
+def test_wfgy_traces_say_what_the_format_does_not_record(tmp_path):
+    from groundjudge.load.adapters.wfgy import NO_ANSWER, NO_CONTEXT
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"qid":"A0002","question":"Explain Z.","answerable":false,"gold_claim_substr":[],'
+                    '"gold_citations":[]}\n{"qid":"A0003","question":"What domain is allowed?","answerable":true,'
+                    '"gold_claim_substr":["only domain example.com"],"gold_citations":["pB#1"]}\n')
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"qid":"A0002","q":"Explain Z.","retrieved_ids":["p1#1","p2#1"],'
+                     '"answer_json":{"claim":"Not in context","citations":[]}}\n'
+                     '{"qid":"A0003","q":"What domain is allowed?","retrieved_ids":["pB#1","p1#2"]}\n')
+    _, traces = wfgy.to_native(gold, [trace])
+    refused, unanswered = traces["trace"]["A0002"][0], traces["trace"]["A0003"][0]
+    assert refused.not_recorded == {"context_chunks": NO_CONTEXT} and refused.behavior == "abstain"
+    assert unanswered.not_recorded == {"context_chunks": NO_CONTEXT, "answer": NO_ANSWER, "citations": NO_ANSWER}
+    assert unanswered.behavior is None  # a line with no answer_json shows no behaviour

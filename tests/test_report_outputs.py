@@ -195,11 +195,13 @@ def test_a_report_of_schema_version_1_is_refused_by_name(run_dir, tmp_path):
     assert "report schema version 1 is not readable here" in result.output and "run `groundjudge run` again" in result.output
 
 
-def test_a_report_of_schema_version_2_is_still_read(run_dir, tmp_path):
-    # version 3 only added the `unchecked` claim verdict and `usage.unmetered`
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_report_of_schema_version_2_or_3_is_still_read(run_dir, tmp_path, version):
+    # version 3 only added the `unchecked` claim verdict and `usage.unmetered`; version 4 a
+    # metric value's `reason` and null behaviours (none in the native example)
     old = json.loads((run_dir / "out" / "report.json").read_text())
-    assert old["schema_version"] == 3
-    old["schema_version"] = 2
+    assert old["schema_version"] == 4 and '"reason"' not in json.dumps(old["aggregate"])
+    old["schema_version"] = version
     for claim in (c for cfg in old["judge"]["per_config"].values() for r in cfg["cases"].values() for c in r["claims"]):
         assert claim["verdict"] != "unchecked"
     usages = [old["judge"]["totals"]["usage"], *(r["usage"] for cfg in old["judge"]["per_config"].values()
@@ -399,3 +401,26 @@ def test_an_untrusted_judge_metric_that_regresses_is_advisory_in_compare():
     trusted = compare_configs(side, side, label_a="a", label_b="b", judge_a=better, judge_b=worse,
                               judge_trusted={"faithful": True})
     assert trusted["regressions"] == ["faithful"] and trusted["metrics"]["faithful"]["p_value"] < 0.05
+
+
+def test_triage_lists_only_what_the_trace_recorded_shows(tmp_path):
+    """kb-eval records no prompt context: its citations of retrieved chunks used to be listed as
+    "invalid citation: cited chunk did not reach the context". A WFGY citation of an id that was
+    never retrieved is still listed: the trace records what was retrieved."""
+    from groundjudge.load.adapters import load_any
+    from groundjudge.report.triage import render_triage_markdown, triage_records
+    from tests.test_metrics_unrecorded import KB_GOLDEN, KB_RESULTS, WFGY_GOLD, WFGY_TRACE
+
+    (tmp_path / "kb.jsonl").write_text(KB_GOLDEN)
+    (tmp_path / "run-a.jsonl").write_text(KB_RESULTS)
+    kb, _ = load_any(tmp_path / "kb.jsonl", [tmp_path / "run-a.jsonl"])
+    assert triage_records(kb, {"configs": ["run-a"]}) == []
+    (tmp_path / "gold.jsonl").write_text(WFGY_GOLD)
+    unretrieved = WFGY_TRACE.replace('"citations":["pB#1"]}', '"citations":["pB#9"]}')
+    (tmp_path / "trace.jsonl").write_text(unretrieved)
+    wfgy, _ = load_any(tmp_path / "gold.jsonl", [tmp_path / "trace.jsonl"])
+    [record] = triage_records(wfgy, {"configs": ["trace"]})
+    assert (record["case_id"], record["problem"]) == ("A0003", "cited chunk was not retrieved")
+    assert record["retrieval"] == {"gold_chunks": [{"chunk_id": "pB#1", "grade": 3, "rank": 1, "in_context": None}],
+                                   "gold_retrieved": True, "gold_in_context": None}
+    assert "`pB#1` (grade 3): rank 1, context not recorded" in render_triage_markdown([record])

@@ -237,3 +237,44 @@ def test_the_gated_configs_come_first_taking_turns_each_in_its_priority_order(tm
         ("base", "bad"), ("cand", "bad"), ("cand", "c1"), ("base", "c0"), ("cand", "c2"), ("base", "c1")]
     budget = select_cases(dataset, metrics, SelectSettings(gated_configs=("cand",), max_cases=3))
     assert [(s.config_id, s.case_id) for s in budget if s.judge] == [("cand", "bad"), ("cand", "c1"), ("cand", "c2")]
+
+
+def test_a_trace_whose_source_did_not_record_the_passages_or_answer_is_not_judged(tmp_path: Path) -> None:
+    """Claims with no passages are not sent: the judge would find every claim unsupported by
+    nothing, a verdict about the format, not the answer. A context recorded empty still goes."""
+    no_prompt = "the wfgy format records no context chunks"
+    dataset, metrics = build(tmp_path, [case("q1", **GOOD), case("q2", **GOOD), case("q3", **GOOD)], [
+        trace("q1", context_chunks=[], not_recorded={"context_chunks": no_prompt}),
+        trace("q2", answer=None, citations=[], not_recorded={"answer": "an index-only run", "citations": "idem"}),
+        trace("q3", context_chunks=[]),
+    ])
+    decided = by_pair(select_cases(dataset, metrics))
+    assert decided["base", "q1"].reason == f"no passages: {no_prompt}" and not decided["base", "q1"].judge
+    assert decided["base", "q2"].reason == "not recorded: an index-only run" and not decided["base", "q2"].judge
+    assert decided["base", "q3"].judge and decided["base", "q3"].item.contexts == ()
+    assert skip_counts(list(decided.values())) == {"no passages": 1, "not recorded": 1}
+
+
+def test_kb_eval_answers_go_to_no_judge_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+    from tests.support.judge_replies import verdict_for_request
+    from tests.support.openai_server import ScriptedOpenAIServer
+    from tests.test_metrics_unrecorded import KB_GOLDEN, KB_NO_CONTEXT, KB_RESULTS
+
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    golden, results = tmp_path / "golden.jsonl", tmp_path / "results_a.jsonl"
+    golden.write_text(KB_GOLDEN)
+    results.write_text(KB_RESULTS)
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        CliRunner().invoke(main, ["run", "--golden", str(golden), "--traces", str(results), "--judge-base-url",
+                                  srv.base_url, "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
+                                  "--out", str(tmp_path / "out"), "--no-history", "--quiet"])
+        calls = srv.call_count
+    judge = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]
+    assert calls == 0 and judge["to_judge"] == 0
+    assert judge["skip_reasons"] == {"no passages": 1, "decided deterministically": 1, "not recorded": 1}
+    reasons = {cid: c["reason"] for cid, c in judge["per_config"]["run-a"]["cases"].items()}
+    assert reasons["q1"] == f"no passages: {KB_NO_CONTEXT}"

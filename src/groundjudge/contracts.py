@@ -104,6 +104,17 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
 
 
+def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
+    """``not_recorded`` as field -> reason: a list of field names gets a plain reason each."""
+    if isinstance(value, (list, tuple)):
+        value = {name: f"the {record} records no {name}" for name in value}
+    if isinstance(value, dict):
+        unknown = [name for name in value if name not in fields]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a field that can be unrecorded; one of {', '.join(fields)}")
+    return value
+
+
 class Offsets(BaseModel):
     """A byte span ``[start, end)`` inside a document."""
 
@@ -160,6 +171,20 @@ class GoldenCase(_Record):
     user_context: UserContext | None = None
     constraints: list[str] = Field(default_factory=list)
     paraphrases: list[str] = Field(default_factory=list)
+    # fields the source does not record -> why (an adapter's "the X format records no ..."): a
+    # metric that reads one is null for this case with that reason, never computed from the default
+    not_recorded: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
+    @classmethod
+    def _unrecorded_fields(cls, value: Any) -> Any:
+        return _not_recorded(value, GOLDEN_UNRECORDABLE, "golden set")
+
+    @model_validator(mode="after")
+    def _unrecorded_behavior(self) -> GoldenCase:
+        if "expected_behavior" in self.not_recorded and "expected_behavior" in self.model_fields_set:
+            raise ValueError("expected_behavior is listed in not_recorded but holds a value; leave it out")
+        return self
 
     @model_validator(mode="after")
     def _default_grades(self) -> GoldenCase:
@@ -254,6 +279,21 @@ class Trace(_Record):
     tokens: dict[str, TokenCount] = Field(default_factory=dict)
     cost_usd: CostUsd | None = None
     versions: dict[str, str] = Field(default_factory=dict)
+    # fields the system did not record (not "recorded empty") -> why: a metric that reads one is
+    # null for this trace with that reason, and the judge is not asked without the passages
+    not_recorded: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
+    @classmethod
+    def _unrecorded_fields(cls, value: Any) -> Any:
+        return _not_recorded(value, TRACE_UNRECORDABLE, "trace")
+
+    @model_validator(mode="after")
+    def _unrecorded_are_empty(self) -> Trace:
+        held = [name for name in self.not_recorded if getattr(self, name)]
+        if held:
+            raise ValueError(f"{held[0]} is listed in not_recorded but holds a value; leave it out or empty")
+        return self
 
     @field_validator("retrieved_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | RetrievedChunk])
     @classmethod
@@ -338,11 +378,17 @@ def input_schema(name: str) -> dict[str, Any]:
     return CONTRACTS[name].model_json_schema(mode="validation")
 
 
+# The fields a source may leave unrecorded (``not_recorded``), as distinct from recording them empty.
+TRACE_UNRECORDABLE = ("retrieved_chunks", "context_chunks", "answer", "citations")
+GOLDEN_UNRECORDABLE = ("expected_behavior",)
+
 # The version of metrics.json and report.json: readers refuse other versions by name.
 # 3 adds the claim verdict and class ``unchecked`` (claim_check v4) and ``usage.unmetered``;
-# a version-2 document is a valid version-3 one, so readers take both.
-REPORT_SCHEMA_VERSION = 3
-READABLE_REPORT_VERSIONS = (2, 3)
+# 4 adds a metric value's ``reason`` (cases left out: an input was not recorded) and case
+# details with no behaviour (null: not recorded). Each version's document is a valid document
+# of the next, so readers take them all.
+REPORT_SCHEMA_VERSION = 4
+READABLE_REPORT_VERSIONS = (2, 3, 4)
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "golden": GoldenCase,

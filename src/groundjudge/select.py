@@ -1,6 +1,8 @@
 """Select stage (SPEC 5.1): which (case, config) pairs go to the judge, and why the others do not.
 
-Every pair with a trace gets a decision: ``judge`` or ``skip`` with a reason. Pairs to judge are
+Every pair with a trace gets a decision: ``judge`` or ``skip`` with a reason (a trace whose
+answer or context chunks its source did not record is skipped: the judge would have no answer
+or no passages). Pairs to judge are
 ordered by how much a verdict would tell: first the configs the gates cover (their gates need
 the evidence; the others are only reported), then the rest. Within a config the order is by
 priority: deterministic failures first, then cases whose answer or context changed against the
@@ -125,11 +127,19 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
             if trace.error is not None:
                 skip(f"trace_error: {trace.error}")
                 continue
+            unrecorded = trace.not_recorded
+            if "answer" in unrecorded:
+                skip(f"not recorded: {unrecorded['answer']}")
+                continue
             if scored is not None and scored.behavior != "answer":
                 skip(f"decided deterministically: {scored.behavior} has no claims to judge")
                 continue
             if not (trace.answer or "").strip():
                 skip("empty answer")
+                continue
+            if "context_chunks" in unrecorded:
+                # every claim would be judged against nothing: a verdict about the format, not the answer
+                skip(f"no passages: {unrecorded['context_chunks']}")
                 continue
             item, missing = judge_item(dataset, trace, pairs)
             if item is None:

@@ -28,6 +28,7 @@ here: they are configuration errors (:mod:`.check`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -195,6 +196,8 @@ def _deterministic_gate(common: dict[str, Any], det: ConfigMetrics, tag: str | N
     summary = source.get(metric)
     if summary is None or summary["value"] is None:
         why = "no case of this config defines it" + (f" (tag {tag})" if tag else "")
+        if summary is not None and summary.get("reason"):
+            why += f": {summary['reason']}"
         return no_data({**common, "n": summary["n"] if summary else 0}, threshold.on_missing, why)
     ok = _check(summary["value"], threshold)
     return GateResult(**common, value=summary["value"], n=summary["n"], status="pass" if ok else "fail",
@@ -236,9 +239,11 @@ def _judge_health_gate(judge: JudgeRun, cfg: str, threshold: Threshold) -> GateR
         return no_data(common, threshold.on_missing, "the judge stage has no record of this config")
     rate = section.summary.judge_error_rate
     if rate.value is None:
+        skipped = Counter(c.reason or "" for c in section.cases.values() if c.status == "skipped")
+        why = "; ".join(f"{n} x {reason}" for reason, n in skipped.most_common(3))
         return no_data(common, threshold.on_missing,
-                       "no case of this config was sent to the judge (budget, smoke sample or nothing to judge), "
-                       "so its judge gates have no evidence")
+                       "no case of this config was sent to the judge (budget, smoke sample or nothing to judge"
+                       + (f"; skipped: {why}" if why else "") + "), so its judge gates have no evidence")
     ok = _check(rate.value, threshold)
     return GateResult(**common, value=rate.value, n=rate.n, status="pass" if ok else "fail", blocking=True,
                       reason="judge health" if ok else "too many cases could not be judged")

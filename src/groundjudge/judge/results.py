@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 Status = Literal["judged", "judge_error", "skipped"]
 # "unchecked": a claim the judge was not asked about because the answer's verdict was already
@@ -69,10 +69,19 @@ class Usage(_Frozen):
 
 
 class MetricValue(_Frozen):
-    """A mean with its denominator: ``value`` is None when ``n`` is 0."""
+    """A mean with its denominator: ``value`` is None when ``n`` is 0. ``reason`` says why cases
+    were left out because an input they read was not recorded (written only when there is one)."""
 
     value: float | None
     n: int
+    reason: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _reason_only_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("reason") is None:
+            data.pop("reason", None)
+        return data
 
     @staticmethod
     def mean(values: Iterable[float | None]) -> MetricValue:

@@ -1,7 +1,8 @@
 """Aggregate per-case values into ``{value, n}`` summaries, overall and by group.
 
 Means skip ``None`` (an empty denominator) and say how many cases they cover. Latencies are
-summarised as p50/p95/p99 rather than means; cost also gets a total.
+summarised as p50/p95/p99 rather than means; cost also gets a total. A summary that left out
+cases whose inputs were not recorded (``metrics.unrecorded``) says why in ``reason``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from groundjudge.contracts import GoldenCase
 from groundjudge.metrics.case import CaseMetrics
@@ -19,6 +20,11 @@ from groundjudge.metrics.operations import percentile
 class Summary(TypedDict):
     value: float | None
     n: int
+    reason: NotRequired[str]  # why cases were left out: an input they read was not recorded
+
+
+# metric -> reason -> how many cases it left out
+UnknownCounts = dict[str, dict[str, int]]
 
 
 PERCENTILES = (50, 95, 99)
@@ -73,6 +79,44 @@ def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
     return out
 
 
+def unknown_counts(results: Iterable[CaseMetrics]) -> UnknownCounts:
+    """Per metric, the cases left out because an input it reads was not recorded, by reason."""
+    counts: UnknownCounts = {}
+    for r in results:
+        if r.unknown:
+            _count(counts, r.unknown)
+    return counts
+
+
+def _count(counts: UnknownCounts, unknown: Mapping[str, str]) -> None:
+    for metric, reason in unknown.items():
+        per_reason = counts.setdefault(metric, {})
+        per_reason[reason] = per_reason.get(reason, 0) + 1
+
+
+def merged_counts(parts: Iterable[UnknownCounts]) -> UnknownCounts:
+    out: UnknownCounts = {}
+    for counts in parts:
+        for metric, reasons in counts.items():
+            mine = out.setdefault(metric, {})
+            for reason, n in reasons.items():
+                mine[reason] = mine.get(reason, 0) + n
+    return out
+
+
+def with_reasons(found: dict[str, Summary], counts: UnknownCounts, cases: int) -> dict[str, Summary]:
+    """``found`` (the summaries of ``cases`` cases) with a ``reason`` on each summary that left
+    cases out as not recorded: the reason(s) alone when every case was, else how many were."""
+    for metric, reasons in counts.items():
+        summary = found.get(metric)
+        if summary is None:
+            continue
+        why = "; ".join(sorted(reasons, key=lambda r: (-reasons[r], r)))
+        left = sum(reasons.values())
+        summary["reason"] = why if left >= cases else f"{left} of {cases} cases left out: {why}"
+    return found
+
+
 def _check_finite(name: str, values: Column) -> None:
     """A NaN or an infinity would make a mean (and orjson's null) of a column whose n still
     counts it. Inputs are checked when they are read, so this never happens unless a metric
@@ -93,6 +137,8 @@ def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> 
         "content_type": lambda r: r.content_types or ["(unknown)"],
     }
     groups: dict[str, dict[str, dict[str, array]]] = {kind: {} for kind in kinds}
+    unknown: dict[tuple[str, str], UnknownCounts] = {}
+    sizes: dict[tuple[str, str], int] = {}
     for r in results:
         targets = [groups[kind].setdefault(key, {}) for kind, keys in kinds.items() for key in keys(r)]
         for name, value in r.values.items():
@@ -102,4 +148,10 @@ def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> 
                     column = columns[name] = array("d")
                 if value is not None:
                     column.append(value)
-    return {kind: {key: summaries(columns) for key, columns in sorted(found.items())} for kind, found in groups.items()}
+        for kind, keys in kinds.items():
+            for key in keys(r):
+                sizes[kind, key] = sizes.get((kind, key), 0) + 1
+                if r.unknown:
+                    _count(unknown.setdefault((kind, key), {}), r.unknown)
+    return {kind: {key: with_reasons(summaries(columns), unknown.get((kind, key), {}), sizes[kind, key])
+                   for key, columns in sorted(found.items())} for kind, found in groups.items()}

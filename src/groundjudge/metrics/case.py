@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from types import MappingProxyType
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
@@ -18,6 +19,7 @@ from groundjudge.metrics.retrieval import at_k, retrieval_metrics, trec_order
 from groundjudge.metrics.row import MetricRow
 from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
+from groundjudge.metrics.unrecorded import OBSERVED_BEHAVIOR, unknown_inputs, unknown_metrics
 
 
 @dataclass(frozen=True)
@@ -28,14 +30,19 @@ class MetricSettings:
     rules: BehaviorRules = field(default_factory=BehaviorRules)
 
 
+_NOTHING_UNKNOWN: Mapping[str, str] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class CaseMetrics:
     case_id: str
     config_id: str
     values: Mapping[str, float | None]  # a MetricRow from ``compute_case``: compact, read-only
-    behavior: Behavior
+    behavior: Behavior | None  # None: not recorded (no behaviour field, no answer text)
     acl_leaks: list[AclLeak]
     content_types: list[str]
+    # metric -> why it is None here: an input it reads was not recorded (``metrics.unrecorded``)
+    unknown: Mapping[str, str] = field(default_factory=lambda: _NOTHING_UNKNOWN)  # one shared empty mapping
 
 
 def ranking_of(trace: Trace) -> list[str]:
@@ -109,8 +116,12 @@ def compute_case(
         values[at_k("paraphrase_stability", settings.stability_k)] = topk_agreement(rankings, settings.stability_k)
     values.update(operation_values(trace))
     types = case_content_types(case, trace, corpus)
-    return CaseMetrics(case.id, trace.config_id, MetricRow(values), behavior, leaks or _NO_LEAKS,
-                       _SEEN_TYPES.setdefault(tuple(types), types))
+    unknown = unknown_inputs(case, trace)
+    missing = unknown_metrics(values, unknown) if unknown else _NOTHING_UNKNOWN
+    for name in missing:  # computed from an empty default, it would be a finding nothing supports
+        values[name] = None
+    return CaseMetrics(case.id, trace.config_id, MetricRow(values), None if OBSERVED_BEHAVIOR in unknown else behavior,
+                       leaks or _NO_LEAKS, _SEEN_TYPES.setdefault(tuple(types), types), missing)
 
 
 # A row per pair, most with no leak and one of a few sets of content types: those lists are

@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 
 from groundjudge.collector import collector_paused
 from groundjudge.load.dataset import Dataset
-from groundjudge.metrics.aggregate import Summary, breakdowns, columns_of, pooled, summaries
+from groundjudge.metrics.aggregate import (
+    Summary,
+    UnknownCounts,
+    breakdowns,
+    columns_of,
+    merged_counts,
+    pooled,
+    summaries,
+    unknown_counts,
+    with_reasons,
+)
 from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
 from groundjudge.parallel import split_map
 
@@ -57,12 +67,15 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -
             rows.append(compute_case(dataset.cases[case_id], variants[0], dataset.corpus, settings, paraphrases))
         return rows
 
-    def summarized(config_ids: Sequence[str]) -> list[tuple[dict[str, Summary], Breakdown, dict[str, array]]]:
+    def summarized(config_ids: Sequence[str],
+                   ) -> list[tuple[dict[str, Summary], Breakdown, dict[str, array], UnknownCounts]]:
         out = []
         for config_id in config_ids:
             rows = by_config[config_id]
             columns = columns_of(r.values for r in rows)
-            out.append((summaries(columns), breakdowns(rows, dataset.cases), columns))
+            unknown = unknown_counts(rows)
+            out.append((with_reasons(summaries(columns), unknown, len(rows)), breakdowns(rows, dataset.cases), columns,
+                        unknown))
         return out
 
     pairs = [(c, case_id) for c in scored for case_id in scored[c]]
@@ -71,6 +84,8 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -
     ids = list(scored)
     # the configs' summaries side by side too (the rows stay here: only the summaries travel)
     made = split_map(summarized, ids, work=len(pairs))
-    overall = summaries(pooled(columns for _, _, columns in made))  # every config's rows, one config after the other
+    # every config's rows, one config after the other
+    overall = with_reasons(summaries(pooled(columns for _, _, columns, _ in made)),
+                           merged_counts(unknown for *_, unknown in made), len(pairs))
     return MetricsRun({c: ConfigMetrics(c, by_config[c], aggregate, breakdown)
-                       for c, (aggregate, breakdown, _) in zip(ids, made)}, overall)
+                       for c, (aggregate, breakdown, _, _) in zip(ids, made)}, overall)

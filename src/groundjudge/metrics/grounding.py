@@ -13,9 +13,6 @@ def _rate(hits: int, total: int) -> float | None:
 
 
 def context_metrics(case: GoldenCase, trace: Trace) -> dict[str, float | None]:
-    if not trace.context_chunks and (trace.model_extra or {}).get("context_recorded") is False:
-        # The system did not record its prompt context (kb-eval): unknown, not empty.
-        return {"context_recall": None, "context_precision": None}
     relevant = case.relevant_chunk_ids
     if not relevant:
         # No relevance labels: nothing in the context can be right or wrong, so neither rate exists.

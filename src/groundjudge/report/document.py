@@ -3,8 +3,9 @@
 Both are built from the typed run once, at the edge, and their JSON Schemas
 (``groundjudge schema metrics|report``) are generated from these same models, so the published
 schema cannot drift from what is written. ``schema_version`` 2 is the first version built
-this way (3 adds the ``unchecked`` claim verdict and ``usage.unmetered``); readers name the
-version they found when they cannot read it.
+this way (3 adds the ``unchecked`` claim verdict and ``usage.unmetered``; 4 a metric value's
+``reason`` and case details whose behaviour was not recorded); readers name the version they
+found when they cannot read it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundjudge.contracts import GoldenCase
 from groundjudge.gate import GateReport
 from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
@@ -41,8 +43,8 @@ class Provenance(_Doc):
 
 
 class CaseDetail(_Doc):
-    observed_behavior: str
-    expected_behavior: str
+    observed_behavior: str | None  # None: not recorded (no behaviour field, no answer text)
+    expected_behavior: str | None  # None: the golden set does not record it
     acl_leaks: list[dict[str, Any]]
     content_types: list[str]
 
@@ -77,7 +79,7 @@ class MetricsSettings(_Doc):
 class MetricsDocument(_Doc):
     """``metrics.json``: everything the deterministic stage found."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     kind: Literal["groundjudge.metrics", "groundjudge.report"] = "groundjudge.metrics"
     provenance: Provenance
     inputs: dict[str, str]
@@ -143,7 +145,11 @@ class ReportDocument(MetricsDocument):
 
 
 def _summaries(values: dict[str, Any]) -> dict[str, MetricValue]:
-    return {k: MetricValue(value=v["value"], n=v["n"]) for k, v in values.items()}
+    return {k: MetricValue(value=v["value"], n=v["n"], reason=v.get("reason")) for k, v in values.items()}
+
+
+def _expected_behavior(case: GoldenCase) -> str | None:
+    return None if "expected_behavior" in case.not_recorded else case.expected_behavior
 
 
 def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings) -> MetricsDocument:
@@ -173,7 +179,7 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
         # one (frozen) object (nightly runs hold hundreds of thousands of them).
         per_config[cfg_id] = small.model_copy(update={
             "per_case": {c.case_id: _floats(c.values) for c in cfg.cases},
-            "case_details": {c.case_id: details.of(c, dataset.cases[c.case_id].expected_behavior) for c in cfg.cases}})
+            "case_details": {c.case_id: details.of(c, _expected_behavior(dataset.cases[c.case_id])) for c in cfg.cases}})
     return MetricsDocument(
         provenance=Provenance.model_validate(provenance()), inputs=dataset.sources,
         settings=MetricsSettings(ks=list(settings.ks), offset_window_bytes=settings.offset_window,
@@ -192,9 +198,9 @@ class _Details:
     pairs have a handful (about 0.1 GB as an object each)."""
 
     def __init__(self) -> None:
-        self.seen: dict[tuple[str, str, tuple[str, ...]], CaseDetail] = {}
+        self.seen: dict[tuple[str | None, str | None, tuple[str, ...]], CaseDetail] = {}
 
-    def of(self, case: CaseMetrics, expected: str) -> CaseDetail:
+    def of(self, case: CaseMetrics, expected: str | None) -> CaseDetail:
         if case.acl_leaks:
             return CaseDetail.model_construct(observed_behavior=case.behavior, expected_behavior=expected,
                                               acl_leaks=[asdict(leak) for leak in case.acl_leaks],

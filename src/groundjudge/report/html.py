@@ -58,6 +58,8 @@ def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str 
     return [seg for seg in segments if seg[0]]
 
 
+NOT_RECORDED = "not recorded"
+
 # Above this many (case, config) pairs the report keeps drill-downs for the failed ones only, up
 # to this many, and says so: a page with 200,000 drill-downs is neither small nor usable.
 MAX_DRILL_DOWNS = 2000
@@ -87,25 +89,28 @@ def _case_views(doc: dict[str, Any], dataset: Dataset,
         claims = verdict.get("claims", [])
         ranking = ranking_of(trace)
         scores = dict(zip(chunk_ids(trace.retrieved_chunks), chunk_scores(trace.retrieved_chunks), strict=True))
+        context_known = "context_chunks" not in trace.not_recorded
         context_ids = list(chunk_ids(trace.context_chunks))
         cited = list(chunk_ids(trace.citations))
         failures = deterministic_failures(values)
+        details = doc["per_config"][cfg]["case_details"][case_id]
         views.append({
             "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
             "difficulty": case.difficulty or "", "question": case.question,
-            "expected": case.expected_answer or "", "expected_behavior": case.expected_behavior,
-            "observed_behavior": doc["per_config"][cfg]["case_details"][case_id]["observed_behavior"],
+            "expected": case.expected_answer or "", "expected_behavior": details["expected_behavior"] or NOT_RECORDED,
+            "observed_behavior": details["observed_behavior"] or NOT_RECORDED,
             "failures": [DESCRIPTIONS[f] for f in failures],
             "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
             "headline": (verdict.get("criteria", {}).get(headline[0]) or {}).get("value") if headline else None,
             "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
-                           "relevant": case.relevance.get(cid, 0) > 0, "in_context": cid in context_ids}
+                           "relevant": case.relevance.get(cid, 0) > 0,
+                           "in_context": (cid in context_ids) if context_known else None}
                           for i, cid in enumerate(ranking[:10])],
             "contexts": [{"id": c.chunk_id, "text": c.text if c.text is not None
                           else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), "cited": c.chunk_id in cited}
                          for c in trace.context_chunks],
             "cited_outside": [{"id": cid, "text": dataset.corpus.text_of(cid) or "(no text)"}
-                              for cid in cited if cid not in context_ids],
+                              for cid in cited if context_known and cid not in context_ids],
             "answer": highlight(trace.answer or "", claims),
             "claims": claims, "failed": failed,
             "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],

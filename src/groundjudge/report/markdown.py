@@ -59,6 +59,24 @@ def _leak_lines(doc: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
+def _unrecorded_lines(doc: dict[str, Any]) -> list[str]:
+    """The metrics left without cases because the inputs did not record what they read, per
+    config and reason: null, never 0, and no finding."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for cfg in doc["configs"]:
+        for metric, summary in doc["per_config"][cfg]["aggregate"].items():
+            if summary and summary.get("reason"):
+                found.setdefault((cfg, summary["reason"]), []).append(metric)
+    if not found:
+        return []
+    out = ["", "### Not recorded by the inputs", "",
+           "A metric that reads what the inputs did not record is null for those cases (never 0) and "
+           "reports nothing about them:", ""]
+    out += [f"- {markdown_code(cfg)}: {', '.join(map(markdown_code, metrics))}: {markdown(reason)}"
+            for (cfg, reason), metrics in found.items()]
+    return out
+
+
 def headline_metrics(doc: dict[str, Any]) -> list[str]:
     present = {m for cfg in doc["per_config"].values() for m in cfg["aggregate"]}
     return [m for m in HEADLINE if m in present] or sorted(present)
@@ -88,6 +106,7 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     out += _table(["metric", *map(markdown, configs)],
                   [[markdown(m), *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
+    out += _unrecorded_lines(doc)
     for title, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
         if not any(doc["per_config"][cfg][key] for cfg in configs):
             continue  # TREC runs have neither tags nor difficulty

@@ -40,17 +40,21 @@ def queue_why(reasons: list[dict[str, Any]]) -> str:
 
 
 def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str, Any]:
+    """Where the case's gold chunks were retrieved and whether they reached the context; None
+    where the trace did not record it (``in_context`` of a trace with no recorded context)."""
     case = dataset.cases[case_id]
     trace = dataset.trace(config_id, case_id)
     ranking = ranking_of(trace) if trace else []
     context = set(chunk_ids(trace.context_chunks)) if trace else set()
     gold = sorted(case.relevant_chunk_ids)
+    retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
+    context_known = trace is None or "context_chunks" not in trace.not_recorded
     return {
         "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g],
                          "rank": ranking.index(g) + 1 if g in ranking else None,
-                         "in_context": g in context} for g in gold],
-        "gold_retrieved": any(g in ranking for g in gold) if gold else None,
-        "gold_in_context": any(g in context for g in gold) if gold else None,
+                         "in_context": (g in context) if context_known else None} for g in gold],
+        "gold_retrieved": any(g in ranking for g in gold) if gold and retrieved_known else None,
+        "gold_in_context": any(g in context for g in gold) if gold and context_known else None,
     }
 
 
@@ -89,15 +93,16 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                 records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
                                 "criteria": waiting["criteria"], "why": queue_why(reasons), "reasons": reasons,
                                 "retrieval": facts})
-            retrieved = set(chunk_ids(trace.retrieved_chunks))
-            context = set(chunk_ids(trace.context_chunks))
+            # only what the trace recorded can show a citation to be invalid
+            retrieved = None if "retrieved_chunks" in trace.not_recorded else set(chunk_ids(trace.retrieved_chunks))
+            context = None if "context_chunks" in trace.not_recorded else set(chunk_ids(trace.context_chunks))
             for cit in trace.citations:
                 problem = None
                 if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
                     problem = "cited id exists nowhere in the corpus"
-                elif cit.chunk_id not in retrieved:
+                elif retrieved is not None and cit.chunk_id not in retrieved:
                     problem = "cited chunk was not retrieved"
-                elif cit.chunk_id not in context:
+                elif context is not None and cit.chunk_id not in context:
                     problem = "cited chunk did not reach the context"
                 if problem:
                     facts = facts or retrieval_facts(dataset, config_id, case_id)
@@ -128,7 +133,7 @@ class _GoldChunk(BaseModel):
     chunk_id: str
     grade: int | None = None
     rank: int | None = None
-    in_context: bool = False
+    in_context: bool | None = False  # None: the trace did not record its context
 
 
 class _Retrieval(BaseModel):
@@ -223,8 +228,10 @@ def _retrieval_line(facts: dict[str, Any]) -> str:
     parts = []
     for g in facts["gold_chunks"]:
         where = f"rank {g.get('rank')}" if g.get("rank") else "never retrieved"
+        in_context = g.get("in_context")
         parts.append(f"{markdown_code(g['chunk_id'])} (grade {markdown(g.get('grade'))}): {where}, "
-                     + ("in context" if g.get("in_context") else "not in context"))
+                     + ("context not recorded" if in_context is None else "in context" if in_context
+                        else "not in context"))
     return "; ".join(parts)
 
 

@@ -26,6 +26,10 @@ and reported as input errors naming file, line and field: a chunk object without
 ``chunk_id``, an ``expected_behavior`` outside the four the lesson defines, a grade outside
 0..3, a duplicate golden id, a duplicate (config, query) output and an output naming an
 unknown query (the runner double-counts the first two and stops on the third).
+
+For the native metrics, an output line that leaves out ``context_chunks``, ``citations`` or
+``answer`` did not record it (``not_recorded``): the metrics that read it are null for that
+line with the reason, where the runner's own scores read it as empty.
 """
 
 from __future__ import annotations
@@ -225,6 +229,9 @@ def _output_to_native(output: Day39Output, config_id: str) -> dict[str, Any]:
     def dump(refs: list[ChunkRef]) -> list[dict[str, Any]]:
         return [ref.model_dump() for ref in refs]
 
+    unrecorded = {name: f"this day39 output line has no {name}"
+                  for name in ("context_chunks", "citations", "answer") if name not in output.model_fields_set}
+
     mapped: dict[str, Any] = {
         "query_id": output.query_id,
         "config_id": config_id,
@@ -239,6 +246,7 @@ def _output_to_native(output: Day39Output, config_id: str) -> dict[str, Any]:
         "tokens": dict(output.tokens),
         "cost_usd": output.cost_usd,
         "versions": dict(output.versions),
+        "not_recorded": unrecorded,
     }
     return merge_extras(mapped, output.model_extra, "day39_")
 

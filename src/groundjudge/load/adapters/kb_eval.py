@@ -245,6 +245,11 @@ def _golden_to_native(query: KbGoldenQuery) -> dict[str, Any]:
     return merge_extras(mapped, query.model_extra, "kb_")
 
 
+# What kb-eval does not record: the metrics that read it are null with the reason, never 0.
+NO_CONTEXT = "the kb-eval format records no context chunks (hits_top_k is what was retrieved, not the prompt)"
+NO_ANSWER = "this kb-eval result has no answer (a retrieval-only run)"
+
+
 def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
     extras = dict(result.model_extra or {})
     question = extras.pop("query", None)  # kb-eval may echo the query; it becomes the question
@@ -261,7 +266,8 @@ def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
         "question": question,
         "retrieved_chunks": retrieved,
         "context_chunks": [],
-        "context_recorded": False,  # kb-eval does not record what reached the prompt
+        "not_recorded": {"context_chunks": NO_CONTEXT} if answer is not None else
+                        {"context_chunks": NO_CONTEXT, "answer": NO_ANSWER, "citations": NO_ANSWER},
         "answer": answer.text if answer else None,
         "citations": [{"chunk_id": c.chunk_id, "citation": c.citation}
                       for c in (answer.citations if answer else []) if c.chunk_id is not None],

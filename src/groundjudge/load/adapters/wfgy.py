@@ -31,6 +31,9 @@ Conversion to the native contracts:
   the refusal token ``not in context`` (surrounding white space and case ignored, punctuation
   not, as WFGY's scorer compares) and ``"answer"`` otherwise, WFGY's own split between
   refusals and shipped answers.
+- not recorded (``not_recorded``; the metrics that read them are null with the reason, never
+  0): the context chunks (WFGY's traces name what was retrieved, not what reached the prompt),
+  and the answer and citations of a trace line without ``answer_json``.
 """
 
 from __future__ import annotations
@@ -190,7 +193,14 @@ def _native_case(gold: WfgyGold) -> dict[str, Any]:
     return merge_extras(mapped, gold.model_extra, "wfgy_")
 
 
+NO_CONTEXT = "the wfgy format records no context chunks (its traces name retrieved ids, not the prompt)"
+NO_ANSWER = "this wfgy trace line has no answer_json"
+
+
 def _native_trace(trace: WfgyTrace, config_id: str, superseded: list[str]) -> dict[str, Any]:
+    not_recorded = {"context_chunks": NO_CONTEXT}
+    if trace.answer_json is None:
+        not_recorded.update(answer=NO_ANSWER, citations=NO_ANSWER)
     mapped: dict[str, Any] = {
         "query_id": trace.qid,
         "config_id": config_id,
@@ -198,7 +208,8 @@ def _native_trace(trace: WfgyTrace, config_id: str, superseded: list[str]) -> di
         "retrieved_chunks": list(trace.retrieved_ids),
         "answer": trace.answer_json.claim if trace.answer_json else None,
         "citations": trace.citations,
-        "behavior": "abstain" if is_refusal(trace.claim) else "answer",
+        "behavior": None if trace.answer_json is None else "abstain" if is_refusal(trace.claim) else "answer",
+        "not_recorded": not_recorded,
     }
     if trace.constraints_echo is not None:
         mapped["constraints_echo"] = list(trace.constraints_echo)

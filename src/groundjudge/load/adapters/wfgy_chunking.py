@@ -32,6 +32,10 @@ paraphrase against the shadow index"). Conversion to the native contracts:
   qid are numbered as native paraphrase indexes: runs whose query is the n-th gold paraphrase
   come in gold order, runs of any other query after them, file order breaking ties; index 0 is
   the primary trace.
+- not recorded (``not_recorded``; the metrics that read them are null with the reason, never
+  0): the expected behaviour (the gold set has no answerable flag), the context chunks and the
+  answer text, and the citations of a trace line without ``answer_citations`` (an index-only
+  run).
 """
 
 from __future__ import annotations
@@ -150,6 +154,12 @@ def _pair(offsets: Offsets | None) -> list[int] | None:
     return None if offsets is None else [offsets.start, offsets.end]
 
 
+NO_BEHAVIOUR = "the wfgy-chunking format records no expected behaviour (its gold set has no answerable flag)"
+NO_CONTEXT = "the wfgy-chunking format records no context chunks"
+NO_ANSWER = "the wfgy-chunking format records no answer text (its traces log retrieval and citations)"
+NO_CITATIONS = "this wfgy-chunking trace line has no answer_citations (an index-only run)"
+
+
 def _native_case(gold: ChunkingGold) -> dict[str, Any]:
     mapped: dict[str, Any] = {
         "id": gold.qid,
@@ -158,6 +168,7 @@ def _native_case(gold: ChunkingGold) -> dict[str, Any]:
         "expected_chunk_ids": list(gold.relevant),
         "anchor_section": gold.anchor_section,
         "negatives": list(gold.negatives),
+        "not_recorded": {"expected_behavior": NO_BEHAVIOUR},
     }
     if gold.gold_offsets:
         mapped["gold_offsets"] = {bid: _pair(off) for bid, off in gold.gold_offsets.items()}
@@ -179,6 +190,8 @@ def _native_trace(trace: ChunkingTrace, config_id: str, index: int) -> dict[str,
         "paraphrase": index,
         "retrieved_chunks": retrieved,
         "citations": citations,
+        "not_recorded": {"context_chunks": NO_CONTEXT, "answer": NO_ANSWER,
+                         **({} if "answer_citations" in trace.model_fields_set else {"citations": NO_CITATIONS})},
     }
     if trace.delta_s is not None:
         mapped["ΔS"] = list(trace.delta_s)
