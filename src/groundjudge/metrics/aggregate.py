@@ -140,7 +140,8 @@ def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> 
     unknown: dict[tuple[str, str], UnknownCounts] = {}
     sizes: dict[tuple[str, str], int] = {}
     for r in results:
-        targets = [groups[kind].setdefault(key, {}) for kind, keys in kinds.items() for key in keys(r)]
+        places = [(kind, key) for kind, keys in kinds.items() for key in keys(r)]
+        targets = [groups[kind].setdefault(key, {}) for kind, key in places]
         for name, value in r.values.items():
             for columns in targets:
                 column = columns.get(name)
@@ -148,10 +149,9 @@ def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> 
                     column = columns[name] = array("d")
                 if value is not None:
                     column.append(value)
-        for kind, keys in kinds.items():
-            for key in keys(r):
-                sizes[kind, key] = sizes.get((kind, key), 0) + 1
-                if r.unknown:
-                    _count(unknown.setdefault((kind, key), {}), r.unknown)
+        for place in places:
+            sizes[place] = sizes.get(place, 0) + 1
+            if r.unknown:
+                _count(unknown.setdefault(place, {}), r.unknown)
     return {kind: {key: with_reasons(summaries(columns), unknown.get((kind, key), {}), sizes[kind, key])
                    for key, columns in sorted(found.items())} for kind, found in groups.items()}
