@@ -145,18 +145,18 @@ def _chunking_files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_wfgy_chunking_is_not_eligible_for_canary_while_a_gate_could_not_be_evaluated(tmp_path):
-    """No gold offsets, no ΔS, no live run: coverage passes and four of the six gates have no
-    data. It used to say "Eligible for canary" and exit 0."""
+    """No gold offsets, no ΔS, no live run: coverage passes and six of the seven gates have no
+    data (the cited snippets have no ΔS either). It used to say "Eligible for canary" and exit 0."""
     gold, trace = _chunking_files(tmp_path)
     result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy-chunking", "--golden", str(gold),
                                        "--traces", str(trace), "--out", str(tmp_path / "out")])
     own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
     assert {g["gate"]: g["status"] for g in own["gates"]} == {
         "coverage": "pass", "citation_accuracy": "skipped", "ΔS_med": "skipped", "ΔS_p90": "skipped",
-        "recall@5_drop_points": "skipped", "λ_convergent": "skipped"}
+        "recall@5_drop_points": "skipped", "λ_convergent": "skipped", "cited_ΔS": "skipped"}
     assert own["pass"] is False and result.exit_code == 1
     assert "**NOT eligible for canary**" in result.output and "Eligible for canary" not in result.output
-    assert "5 of 6 gates could not be evaluated" in result.output
+    assert "6 of 7 gates could not be evaluated" in result.output
 
 
 def test_a_live_file_that_shares_no_question_with_the_gold_is_an_input_error(tmp_path):
