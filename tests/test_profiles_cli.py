@@ -104,6 +104,12 @@ def test_wfgy_chunking_example_computes_delta_s_with_the_real_model_offline(tmp_
     assert own["by_type"]["table"]["ΔS"]["within_thresholds"] is True
     assert own["by_type"]["code"]["ΔS"]["within_thresholds"] is False
     assert "Q-0201" in own["bad_qids"]  # its cited block lies above 0.60 in two runs
+    # every answered run's cited block was retrieved, so the model gives each one a ΔS: the
+    # acceptance target (<= 0.45) is evaluated, and fails on Q-0201's
+    assert (own["cited_ΔS"]["answered"], own["cited_ΔS"]["unknown"]) == (9, 0)
+    assert own["cited_ΔS"]["max"] == pytest.approx(0.6987, abs=1e-4)
+    assert gates["cited_ΔS"] == "fail" and own["ΔS_by_qid"]["Q-0201"]["cited"]["zones"]["risk"] == 2
+    assert own["vs_live"]["metrics"]["ΔS_med"]["live"] is not None  # the live run's ΔS computed the same way
     assert "sentence-transformers/all-MiniLM-L6-v2" in (tmp_path / "out" / "profile-wfgy-chunking.md").read_text()
 
 
