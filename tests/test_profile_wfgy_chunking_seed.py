@@ -249,11 +249,78 @@ def test_a_knob_refuses_what_cannot_be_evaluated(values, words):
 
 
 def test_the_profile_reads_its_files_with_the_knobs_given():
-    from groundjudge.profiles.registry import _PROFILES
+    from groundjudge.profiles import get_profile, run_profile
 
+    assert get_profile("wfgy-chunking").settings is ChunkingSettings
     settings = ChunkingSettings(ks=[5], gates="coverage=0.9")
-    result = _PROFILES["wfgy-chunking"].from_files(GOLD, [LOGS], [LIVE], settings=settings)
+    result = run_profile("wfgy-chunking", GOLD, [LOGS], [LIVE], settings)
     assert result.report["ks"] == [5] and result.passed is False
     assert next(g for g in result.report["gates"] if g["gate"] == "coverage")["threshold"] == 0.9
-    default = _PROFILES["wfgy-chunking"].from_files(GOLD, [LOGS], [LIVE])
-    assert default.report["ks"] == [1, 3, 5, 10]
+    assert run_profile("wfgy-chunking", GOLD, [LOGS], [LIVE]).report["ks"] == [1, 3, 5, 10]
+
+
+# --- knobs from the command line and the config file -----------------------------------------
+
+def metrics(tmp_path, *args):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(GOLD), "--traces", str(LOGS), "--live", str(LIVE),
+                                       "--out", str(out), "--quiet", *args])
+    own = out / "profile-wfgy-chunking.json"
+    return result, json.loads(own.read_text(encoding="utf-8")) if own.exists() else None
+
+
+def test_knobs_reach_the_profile_from_the_command_line(tmp_path):
+    result, own = metrics(tmp_path, "--profile", "wfgy-chunking", "--k", "5", "--k", "10", "--top-k", "2",
+                          "--window", "0", "--citation-policy", "first", "--paraphrases", "2", "--flag-above", "0.44",
+                          "--stable-max", "0.40", "--gates", "coverage=0.70", "cited_delta_s=0.65",
+                          "recall_drop_points=1")
+    assert result.exit_code == 1, result.output
+    assert own["ks"] == [5, 10] and own["k"] == 2 and own["window"] == 0 and own["citation_policy"] == "first"
+    assert own["paraphrases"] == 2 and own["ΔS_zones"]["stable"] == [None, 0.40]
+    assert own["bad_qids"] == ["Q-0140", "Q-0163", "Q-0171", "Q-0188"]
+    # a window of 0: Q-0140's citation, 30 bytes past its gold span, no longer matches
+    assert own["citation_accuracy"] == pytest.approx(ref.reference(raw(GOLD), raw(LOGS))["citation_accuracy"] - 1 / 6)
+    gates = {g["gate"]: (g["status"], g["threshold"]) for g in own["gates"]}
+    assert gates["cited_ΔS"] == ("pass", 0.65) and gates["recall@5_drop_points"] == ("pass", 1.0)
+    assert gates["coverage"] == ("pass", 0.70)
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
+    assert doc["settings"]["ks"] == [5, 10]  # --k is also the native cut-offs' flag: one flag sets both
+
+
+def test_knobs_reach_the_profile_from_the_config_file_and_flags_win(tmp_path):
+    config = tmp_path / "groundjudge.toml"
+    config.write_text('[profile.wfgy-chunking]\nks = [5]\nrecall_k = 3\ntop_k = 2\n'
+                      '[profile.wfgy-chunking.gates]\ncoverage = 0.9\ncited_delta_s = 0.65\n', encoding="utf-8")
+    _, own = metrics(tmp_path, "--config", str(config), "--profile", "wfgy-chunking")
+    gates = {g["gate"]: (g["status"], g["threshold"]) for g in own["gates"]}
+    assert own["ks"] == [5] and own["k"] == 2 and own["recall_k"] == 3 and "recall@3_vs_live" in own
+    assert gates["coverage"] == ("fail", 0.9) and gates["cited_ΔS"] == ("pass", 0.65)
+    assert "recall@3_drop_points" in gates
+    _, own = metrics(tmp_path, "--config", str(config), "--profile", "wfgy-chunking", "--k", "1", "--top-k", "5")
+    assert own["ks"] == [1] and own["k"] == 5 and own["recall_k"] == 3
+
+
+@pytest.mark.parametrize("args, toml, message", [
+    (["--top-k", "0"], None, "command line: --top-k: Input should be greater than or equal to 1"),
+    (["--gates", "recall=1"], None, "command line: --gates: unknown gate 'recall'"),
+    (["--flag-above", "nan"], None, "command line: --flag-above: Input should be a finite number"),
+    ([], "[profile.wfgy-chunking.gates]\ncoverage = inf\n",
+     "profile.wfgy-chunking.gates: gate coverage: inf is not a finite number"),
+    ([], "[profile.wfgy-chunking]\ntransitional_min = 0.7\n",
+     "profile.wfgy-chunking: transitional_min 0.7 is above transitional_max 0.6"),
+    ([], "[profile.wfgy-chunking]\nk = 5\n", "profile.wfgy-chunking.k: unknown setting of the wfgy-chunking profile"),
+])
+def test_a_knob_that_cannot_be_evaluated_is_exit_2_before_anything_is_written(tmp_path, args, toml, message):
+    extra = []
+    if toml is not None:
+        (tmp_path / "c.toml").write_text(toml, encoding="utf-8")
+        extra = ["--config", str(tmp_path / "c.toml")]
+    result, own = metrics(tmp_path, "--profile", "wfgy-chunking", *extra, *args)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert own is None and not (tmp_path / "out").exists()
+
+
+def test_a_knob_without_its_profile_is_an_input_error(tmp_path):
+    result, _ = metrics(tmp_path, "--stable-max", "0.4")
+    assert result.exit_code == 2
+    assert "--stable-max: a setting of the wfgy-chunking profile: add --profile wfgy-chunking" in result.stderr

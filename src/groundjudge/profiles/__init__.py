@@ -65,7 +65,7 @@ def _chunking_from_files(golden: Path, traces: Sequence[Path], live: Sequence[Pa
 
 BUILT_IN: tuple[Profile, ...] = (
     wfgy.PROFILE,
-    Profile(chunking_format.FORMAT_NAME, _chunking_from_files),
+    Profile(chunking_format.FORMAT_NAME, _chunking_from_files, wfgy_chunking.ChunkingSettings),
     kb_eval.PROFILE,
     day39.PROFILE,
 )

@@ -19,8 +19,9 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from groundjudge.profiles.registry import Flag, ProfileSettings
 from groundjudge.profiles.wfgy_chunking.definitions import (
     BAD_DELTA_S, DEFAULT_GATES, KS, LIVE_RECALL_K, OFFSET_WINDOW, PARAPHRASES,
 )
@@ -70,12 +71,11 @@ def gate_thresholds(spec: str | Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-class ChunkingSettings(BaseModel):
+class ChunkingSettings(ProfileSettings):
     """WFGY chunking's knobs and their defaults, the values its page states."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    ks: Annotated[tuple[int, ...], Field(min_length=1, description=(
+    # --k is also the command's own option (the native cut-offs): one flag sets both
+    ks: Annotated[tuple[int, ...], Flag("--k"), Field(min_length=1, description=(
         "The k of P@k and R@k (repeatable; default 1 3 5 10)."))] = KS
     top_k: Annotated[int, Field(ge=1, description=(
         "The top k the ΔS figures, the per-type breakdown and flagged questions read (default 5)."))] = 5
@@ -98,7 +98,7 @@ class ChunkingSettings(BaseModel):
     transitional_max: Annotated[float, Field(description="Upper bound of the transitional ΔS zone (default 0.60).")] \
         = 0.60
     risk_min: Annotated[float, Field(description="Lower bound of the risk ΔS zone (default 0.60).")] = 0.60
-    gates: Annotated[dict[str, float], Field(description=(
+    gates: Annotated[dict[str, float], Flag("--gates", words=True), Field(description=(
         "Gate thresholds as name=value words or a table (coverage, citation_accuracy, delta_s_med, delta_s_p90, "
         "recall_drop_points, lambda_convergent, cited_delta_s); unnamed gates keep WFGY's values."))] = \
         Field(default_factory=dict)
