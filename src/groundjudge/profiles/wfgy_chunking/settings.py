@@ -75,8 +75,9 @@ class ChunkingSettings(ProfileSettings):
     """WFGY chunking's knobs and their defaults, the values its page states."""
 
     # --k is also the command's own option (the native cut-offs): one flag sets both
-    ks: Annotated[tuple[int, ...], Flag("--k"), Field(min_length=1, description=(
-        "The k of P@k and R@k (repeatable; default 1 3 5 10)."))] = KS
+    # a list, so that the flag may be repeated (--k 5 --k 10); report_options hands on a tuple
+    ks: Annotated[list[int], Flag("--k"), Field(min_length=1, description=(
+        "The k of P@k and R@k (repeatable; default 1 3 5 10)."))] = list(KS)
     top_k: Annotated[int, Field(ge=1, description=(
         "The top k the ΔS figures, the per-type breakdown and flagged questions read (default 5)."))] = 5
     recall_k: Annotated[int, Field(ge=1, description=(
@@ -105,11 +106,11 @@ class ChunkingSettings(ProfileSettings):
 
     @field_validator("ks")
     @classmethod
-    def _cut_offs(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+    def _cut_offs(cls, value: list[int]) -> list[int]:
         bad = [k for k in value if k < 1]
         if bad:
             raise ValueError(f"every k is a rank cut-off and must be at least 1; got {bad[0]}")
-        return tuple(dict.fromkeys(value))
+        return list(dict.fromkeys(value))
 
     @field_validator("gates", mode="before")
     @classmethod
@@ -143,6 +144,6 @@ class ChunkingSettings(ProfileSettings):
         recall_gate = f"recall@{self.recall_k}_drop_points"
         gates = {recall_gate if name in ("recall_drop_points", recall_gate) else name: value
                  for name, value in self.gates.items()}
-        return {"k": self.top_k, "ks": self.ks, "window": self.window, "citation_policy": self.citation_policy,
+        return {"k": self.top_k, "ks": tuple(self.ks), "window": self.window, "citation_policy": self.citation_policy,
                 "gates": gates, "zones": self.zones(), "flag_above": self.flag_above,
                 "paraphrases": self.paraphrases, "recall_k": self.recall_k}
