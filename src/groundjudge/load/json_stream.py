@@ -141,6 +141,7 @@ def located_values(text: str) -> Iterator[LocatedValue | ValueProblem]:
     records; the line-by-line reader reports bad lines better.
     """
     pos = _skip(text, 0)
+    line, counted = 1, 0
     in_array = text.startswith("[", pos)
     if in_array:
         pos = _skip(text, pos + 1)
@@ -153,7 +154,9 @@ def located_values(text: str) -> Iterator[LocatedValue | ValueProblem]:
             yield decoded
             return
         value, end = decoded
-        yield LocatedValue(_line_at(text, pos), value, text, pos)
+        line += text.count("\n", counted, pos)  # counted up to here once: a long file stays linear
+        counted = pos
+        yield LocatedValue(line, value, text, pos)
         pos = _skip(text, end)
         if not in_array:
             continue
@@ -172,7 +175,8 @@ def located_values(text: str) -> Iterator[LocatedValue | ValueProblem]:
                                                     "array, or one record per line")
             return
     if in_array:
-        yield ValueProblem(_line_at(text, len(text.rstrip())), "invalid JSON: the file ends inside the array (a ']' is missing)")
+        yield ValueProblem(_line_at(text, len(text.rstrip())),
+                           "invalid JSON: the file ends inside the array (a ']' is missing)")
 
 
 def first_object(text: str) -> dict[str, Any] | None:

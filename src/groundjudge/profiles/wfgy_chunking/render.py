@@ -81,8 +81,8 @@ def _delta_s_tables(result: dict[str, Any]) -> list[str]:
              origin + ".", zone_note, "",
              f"Cited snippet over all answered runs: {cited['answered']} answered, {cited['unknown']} without ΔS, "
              f"median {_fmt(cited['median'])}, p90 {_fmt(cited['p90'])}, max {_fmt(cited['max'])}.", "",
-             f"| qid | runs | items | median | p90 | > {result['ΔS_flag_above']:.2f} | {zone_heads} | within thresholds "
-             f"| cited: answered | cited: no ΔS | cited median | cited p90 | "
+             f"| qid | runs | items | median | p90 | > {result['ΔS_flag_above']:.2f} | {zone_heads} "
+             f"| within thresholds | cited: answered | cited: no ΔS | cited median | cited p90 | "
              + " | ".join(f"cited {n}" for n in names) + " |",
              "|---|" + "---|" * (9 + 2 * len(names))]
     for qid, row in result["ΔS_by_qid"].items():

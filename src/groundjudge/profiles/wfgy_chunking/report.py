@@ -237,12 +237,12 @@ def _cited_gate(cited: Mapping[str, Any], threshold: float, reason: str | None) 
         return _gate("cited_ΔS", None, "<=", threshold, "no answered item: no run cites a block")
     value = cited["max"]
     if value is not None and value > threshold:
-        note = f"{cited['unknown']} of {cited['answered']} answered runs without a cited ΔS" if cited["unknown"] else None
-        return _gate("cited_ΔS", value, "<=", threshold, note)
+        note = f"{cited['unknown']} of {cited['answered']} answered runs without a cited ΔS"
+        return _gate("cited_ΔS", value, "<=", threshold, note if cited["unknown"] else None)
     if cited["unknown"]:
-        why = reason or ("the first citation is not among the retrieved items, or the retrieved item has no ΔS")
-        return _gate("cited_ΔS", None, "<=", threshold,
-                     f"{cited['unknown']} of {cited['answered']} answered runs have no ΔS for the cited snippet ({why})")
+        why = reason or "the first citation is not among the retrieved items, or the retrieved item has no ΔS"
+        return _gate("cited_ΔS", None, "<=", threshold, f"{cited['unknown']} of {cited['answered']} answered runs "
+                                                        f"have no ΔS for the cited snippet ({why})")
     return _gate("cited_ΔS", value, "<=", threshold)
 
 
