@@ -180,6 +180,24 @@ def test_all_seven_gates_holding_is_eligible():
     assert "**Eligible for canary**" in chunking.render_markdown(result)
 
 
+# --- λ over paraphrases and seeds ------------------------------------------------------------
+
+def test_lambda_on_three_paraphrases_and_two_seeds_when_asked():
+    # "λ remains convergent on three paraphrases and two seeds" (acceptance target); the canary
+    # gate asks for paraphrase triplets only, which stays the default.
+    runs = [{"qid": "Q", "query": q, "seed": seed, "topk": [{"id": "S.1.p.B1"}], "λ_state": "→"}
+            for q in ("q1", "q2", "q3") for seed in (1, 2)]
+    traces = [ChunkingTrace.model_validate(r) for r in runs]
+    assert chunking.report([_g()], traces, seeds=2)["λ_convergent"] == 1.0
+    one_seed_short = traces[:-1]  # q3 ran with seed 1 only
+    result = chunking.report([_g()], one_seed_short, seeds=2)
+    assert result["λ_triplets"] == 0 == ref.reference([_g().model_dump()], runs[:-1], seeds=2)["λ_triplets"]
+    gate = next(g for g in result["gates"] if g["gate"] == "λ_convergent")
+    assert gate["status"] == "skipped" and "each run with 2 seeds" in gate["reason"]
+    assert chunking.report([_g()], one_seed_short)["λ_triplets"] == 1  # the default reads no seed
+    assert ref.reference(raw(GOLD), raw(LOGS), seeds=2)["λ_triplets"] == ours(seeds=2)["λ_triplets"] == 0
+
+
 # --- deltas against live -----------------------------------------------------------------------
 
 def test_every_figure_is_compared_with_live_and_says_which_way_is_better():
@@ -204,7 +222,8 @@ def test_the_knobs_default_to_the_pages_values():
     options = ChunkingSettings().report_options()
     assert options["ks"] == (1, 3, 5, 10) and options["k"] == 5 and options["window"] == 30
     assert options["zones"] == chunking.DELTA_S_ZONES and options["flag_above"] == 0.60
-    assert options["paraphrases"] == 3 and options["recall_k"] == 5 and options["gates"] == {}
+    assert options["paraphrases"] == 3 and options["seeds"] == 1 and options["recall_k"] == 5
+    assert options["gates"] == {}
     assert ours(**options) == ours()
 
 
@@ -239,6 +258,7 @@ def test_each_knob_reaches_the_report():
     ({"window": -1}, "greater than or equal to 0"),
     ({"citation_policy": "last"}, "'any' or 'first'"),
     ({"paraphrases": 1}, "greater than or equal to 2"),
+    ({"seeds": 0}, "greater than or equal to 1"),
     ({"flag_above": float("inf")}, "finite number"),
     ({"transitional_min": 0.7}, "above transitional_max"),
     ({"k": 5}, "Extra inputs are not permitted"),
@@ -272,12 +292,14 @@ def metrics(tmp_path, *args):
 
 def test_knobs_reach_the_profile_from_the_command_line(tmp_path):
     result, own = metrics(tmp_path, "--profile", "wfgy-chunking", "--k", "5", "--k", "10", "--top-k", "2",
-                          "--window", "0", "--citation-policy", "first", "--paraphrases", "2", "--flag-above", "0.44",
+                          "--window", "0", "--citation-policy", "first", "--paraphrases", "2", "--seeds", "2",
+                          "--flag-above", "0.44",
                           "--stable-max", "0.40", "--gates", "coverage=0.70", "cited_delta_s=0.65",
                           "recall_drop_points=1")
     assert result.exit_code == 1, result.output
     assert own["ks"] == [5, 10] and own["k"] == 2 and own["window"] == 0 and own["citation_policy"] == "first"
     assert own["paraphrases"] == 2 and own["ΔS_zones"]["stable"] == [None, 0.40]
+    assert own["seeds"] == 2 and own["λ_triplets"] == 0  # no question ran two paraphrases with two seeds each
     assert own["bad_qids"] == ["Q-0140", "Q-0163", "Q-0171", "Q-0188"]
     # a window of 0: Q-0140's citation, 30 bytes past its gold span, no longer matches
     assert own["citation_accuracy"] == pytest.approx(ref.reference(raw(GOLD), raw(LOGS))["citation_accuracy"] - 1 / 6)

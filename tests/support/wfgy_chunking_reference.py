@@ -117,11 +117,11 @@ def _one_run(q, trace, k, ks):
         cited, off = ans[0]["id"], ans[0]["offsets"]
         row["covered"] = float(cited in rel or section_of(cited) == q["anchor_section"])
         row["cite_ok"] = float(cited in rel and overlaps(off, q["gold_offsets"][cited]))
-        if cited in ids:  # ΔS is logged per retrieved item
+        if cited in ids and trace.get("ΔS"):  # ΔS is logged per retrieved item
             row["cited_ds"] = trace["ΔS"][ids.index(cited)]
     row["answered"] = bool(ans)
     row["anchor_hit"] = float(any(section_of(i) == q["anchor_section"] for i in ids))
-    row["ds"] = list(trace["ΔS"][:k]) if trace else []
+    row["ds"] = list(trace.get("ΔS") or [])[:k] if trace else []
     row["typed"] = [(it["type"], it["id"] in rel, d) for it, d in zip(topk[:k], row["ds"])] if trace else []
     return row
 
@@ -132,7 +132,21 @@ def _spread(values):
     return {"n": len(values), "median": median(values), "p90": percentile(values, 90), "zones": zone_counts(values)}
 
 
-def reference(gold, traces, *, k=5, ks=KS, cited_target=0.45, flag_above=0.60, paraphrases=3) -> dict[str, Any]:
+def _triplet(runs, paraphrases, seeds):
+    """"λ remains convergent on three paraphrases and two seeds": the question's runs cover
+    ``paraphrases`` queries, each run with ``seeds`` distinct seeds, and log λ on every run."""
+    if not runs or not all("λ_state" in t for t in runs):
+        return False
+    per_query = defaultdict(set)
+    for t in runs:
+        per_query[t["query"]]
+        if "seed" in t:
+            per_query[t["query"]].add(t["seed"])
+    return sum(seeds == 1 or len(found) >= seeds for found in per_query.values()) >= paraphrases
+
+
+def reference(gold, traces, *, k=5, ks=KS, cited_target=0.45, flag_above=0.60, paraphrases=3,
+              seeds=1) -> dict[str, Any]:
     """The page's figures for gold rows and traces (dicts as in the files), several runs per
     qid allowed (see the module docstring for the choices)."""
     runs = defaultdict(list)
@@ -172,8 +186,7 @@ def reference(gold, traces, *, k=5, ks=KS, cited_target=0.45, flag_above=0.60, p
                          "precision": sum(is_rel for is_rel, _ in items) / len(items) if items else None,
                          "ΔS": _spread([d for _, d in items])}
     out["by_type"] = by_type
-    triplets = [q["qid"] for q in gold if len({t["query"] for t in runs[q["qid"]]}) >= paraphrases
-                and all("λ_state" in t for t in runs[q["qid"]])]
+    triplets = [q["qid"] for q in gold if _triplet(runs[q["qid"]], paraphrases, seeds)]
     convergent = [qid for qid in triplets if all(t["λ_state"] == "→" for t in runs[qid])]
     out["λ_triplets"] = len(triplets)
     out["λ_convergent"] = len(convergent) / len(triplets) if triplets else None

@@ -31,7 +31,9 @@ k items, in the trace's order):
   (``cited_ΔS``, the largest value): it fails on one known value above 0.45, and is not
   evaluated (does not hold) while an answered run's cited snippet has no ΔS.
 - λ (paraphrase convergence): a qid whose runs cover at least three distinct queries is a
-  paraphrase triplet; it is convergent when every run's ``λ_state`` is convergent (``→``).
+  paraphrase triplet (with ``seeds=2``, the acceptance target's "three paraphrases and two
+  seeds": each of those queries run with two distinct ``seed`` values); it is convergent when
+  every run's ``λ_state`` is convergent (``→``).
   ``paraphrase_agreement@5`` (mean pairwise Jaccard overlap of the top-5 sets of a qid's runs)
   is reported beside it.
 - against live ("compare with the live index as a baseline and record deltas"): with live

@@ -107,12 +107,14 @@ def _check_zones(zones: Mapping[str, ZoneBounds]) -> dict[str, ZoneBounds]:
 
 
 def _thresholds(k: int, ks: Sequence[int], citation_policy: str, window: int, recall_k: int, paraphrases: int,
-                gates: Mapping[str, float] | None) -> dict[str, float]:
+                seeds: int, gates: Mapping[str, float] | None) -> dict[str, float]:
     """The gate thresholds by gate name (the live recall gate named for ``recall_k``)."""
     if k < 1 or recall_k < 1 or any(n < 1 for n in ks):
         raise ValueError("k, recall_k and every value of ks must be at least 1")
     if paraphrases < 2:
         raise ValueError(f"paraphrases must be at least 2 (runs of distinct queries to compare), got {paraphrases}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, got {seeds}")
     if citation_policy not in ("any", "first"):
         raise ValueError(f"citation_policy must be 'any' or 'first', got {citation_policy!r}")
     if window < 0:
@@ -206,7 +208,22 @@ def _bad_qids(gold: Sequence[ChunkingGold], per_qid: PerQid, flag_above: float) 
     return bad
 
 
-def _anchors_and_lambda(result: dict, gold: Sequence[ChunkingGold], per_qid: PerQid, paraphrases: int) -> int:
+def _is_triplet(runs: Sequence[RunScore], paraphrases: int, seeds: int) -> bool:
+    """Whether a question's runs can show λ convergence: ``paraphrases`` distinct queries, each
+    run with at least ``seeds`` distinct ``seed`` values (with ``seeds`` 1 the seed is not
+    read), and a ``λ_state`` on every run."""
+    if not runs or any(s.lambda_state is None for s in runs):
+        return False
+    seeds_of: dict[str | None, set[str]] = {}
+    for s in runs:
+        seeds_of.setdefault(s.query, set())
+        if s.seed is not None:
+            seeds_of[s.query].add(repr(s.seed))
+    return sum(seeds == 1 or len(found) >= seeds for found in seeds_of.values()) >= paraphrases
+
+
+def _anchors_and_lambda(result: dict, gold: Sequence[ChunkingGold], per_qid: PerQid, paraphrases: int,
+                        seeds: int) -> int:
     """Anchor hit and proximity, paraphrase agreement and λ convergence; returns the triplet count."""
     result["anchor_hit"] = mean(list(_qid_mean(
         per_qid, lambda s: None if s.anchor_hit is None else float(s.anchor_hit)).values()))
@@ -217,7 +234,7 @@ def _anchors_and_lambda(result: dict, gold: Sequence[ChunkingGold], per_qid: Per
         real = [s for s in per_qid[g.qid] if s.has_trace]
         if len(real) >= 2:
             agreements.append(topk_agreement([s.top_ids for s in real], 5))
-        if len({s.query for s in real}) >= paraphrases and all(s.lambda_state is not None for s in real):
+        if _is_triplet(real, paraphrases, seeds):
             triplets += 1
             convergent += all(s.lambda_state in CONVERGENT_STATES for s in real)
     result["paraphrase_agreement@5"] = mean(agreements)
@@ -310,6 +327,7 @@ def report(
     zones: Mapping[str, ZoneBounds] | None = None,
     flag_above: float = BAD_DELTA_S,
     paraphrases: int = PARAPHRASES,
+    seeds: int = 1,
     recall_k: int = LIVE_RECALL_K,
 ) -> dict[str, Any]:
     """WFGY's chunking report for the shadow run ``traces`` (and the ``live_traces`` baseline).
@@ -334,12 +352,15 @@ def report(
     ``embedder="auto"`` loads the installed embedding model only when a run has no ΔS of its
     own; ``None`` never computes ΔS. ``zones`` overrides some of the page's ΔS zones (name ->
     inclusive ``(low, high)``, None for open); ``paraphrases`` is the number of distinct queries
-    that make a λ triplet; ``recall_k`` the k of the live recall gate. Raises ValueError for a
+    that make a λ triplet, ``seeds`` how many distinct ``seed`` values each of those queries must
+    have been run with (1: the seed is not read; the acceptance target asks for "three
+    paraphrases and two seeds", the canary gate for paraphrase triplets only); ``recall_k`` the
+    k of the live recall gate. Raises ValueError for a
     repeated gold qid, a k below 1, an unknown citation policy, a negative window, an unknown
     gate or zone name, or a threshold that is not a finite number.
     """
     _check_gold(gold)
-    thresholds = _thresholds(k, ks, citation_policy, window, recall_k, paraphrases, gates)
+    thresholds = _thresholds(k, ks, citation_policy, window, recall_k, paraphrases, seeds, gates)
     limits = ds.Limits(thresholds["ΔS_med"], thresholds["ΔS_p90"], _finite("flag_above", flag_above),
                        _check_zones(zones or {}))
     ks = tuple(dict.fromkeys([*ks]))
@@ -365,7 +386,7 @@ def report(
     result["ΔS_flag_above"] = limits.flag_above
     result["bad_qids"] = _bad_qids(gold, per_qid, limits.flag_above)
     result["by_type"] = _by_type(all_runs, limits)
-    triplets = _anchors_and_lambda(result, gold, per_qid, paraphrases)
+    triplets = _anchors_and_lambda(result, gold, per_qid, paraphrases, seeds)
     recall_gate = recall_gate_name(recall_k)
     live = shadow_vs_live(gold, traces, live_traces, k=recall_k, max_drop_points=thresholds[recall_gate]) \
         if live_traces is not None else None
@@ -380,8 +401,9 @@ def report(
         _gate(recall_gate, live["drop_points"] if live else None, "<=",
               thresholds[recall_gate], None if live else "no live run to compare with"),
         _gate("λ_convergent", result["λ_convergent"], ">=", thresholds["λ_convergent"],
-              None if triplets else f"no paraphrase triplet ({paraphrases} distinct queries) with λ_state on "
-                                    "every run"),
+              None if triplets else f"no paraphrase triplet ({paraphrases} distinct queries"
+                                    + (f", each run with {seeds} seeds" if seeds > 1 else "")
+                                    + ") with λ_state on every run"),
         _cited_gate(result["cited_ΔS"], thresholds["cited_ΔS"], computed.unavailable),
     ]
     # WFGY: "eligible for canary if" every gate holds. A gate skipped for lack of data does not
@@ -396,6 +418,7 @@ def report(
         "window": window,
         "citation_policy": citation_policy,
         "paraphrases": paraphrases,
+        "seeds": seeds,
         "recall_k": recall_k,
         "n_questions": len(gold),
         "n_runs": len(all_runs),
@@ -408,6 +431,6 @@ def report(
     if live_traces is not None:
         baseline = report(gold, live_traces, k=k, ks=ks, window=window, citation_policy=citation_policy,
                           block_offsets=block_offsets, texts=texts, embedder=embedder, gates=gates, zones=zones,
-                          flag_above=flag_above, paraphrases=paraphrases, recall_k=recall_k)
+                          flag_above=flag_above, paraphrases=paraphrases, seeds=seeds, recall_k=recall_k)
         result["vs_live"] = versus_live(result, baseline)
     return result

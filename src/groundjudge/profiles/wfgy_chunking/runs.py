@@ -31,6 +31,7 @@ class RunScore:
     delta_s_source: str | None
     cited_delta_s: float | None  # ΔS of the answer's first citation; None: no answer, or unknown
     lambda_state: str | None
+    seed: object | None  # the trace's ``seed``, when it logs one
     top_ids: tuple[str, ...] = field(default=())
     typed_top_k: tuple[tuple[str | None, bool], ...] = field(default=())
 
@@ -108,6 +109,7 @@ def score_run(
         delta_s_source=delta_s_source if delta_s is not None else None,
         cited_delta_s=cited_ds,
         lambda_state=trace.lambda_state if trace else None,
+        seed=(trace.model_extra or {}).get("seed") if trace else None,
         top_ids=tuple(ids),
         typed_top_k=typed,
     )

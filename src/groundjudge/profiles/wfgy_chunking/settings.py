@@ -90,6 +90,9 @@ class ChunkingSettings(ProfileSettings):
         "default) or first (its evaluator)."))] = "any"
     paraphrases: Annotated[int, Field(ge=2, description=(
         "Distinct queries of a question that make a λ triplet (default 3)."))] = PARAPHRASES
+    seeds: Annotated[int, Field(ge=1, description=(
+        "Distinct seed values each of those queries must have been run with (default 1: the seed is not read; "
+        "the acceptance target asks for two)."))] = 1
     flag_above: Annotated[float, Field(description=(
         "A cited snippet with ΔS above this flags its question (default 0.60)."))] = BAD_DELTA_S
     # the page's zones (definitions.DELTA_S_ZONES), bounds inclusive
@@ -146,4 +149,4 @@ class ChunkingSettings(ProfileSettings):
                  for name, value in self.gates.items()}
         return {"k": self.top_k, "ks": tuple(self.ks), "window": self.window, "citation_policy": self.citation_policy,
                 "gates": gates, "zones": self.zones(), "flag_above": self.flag_above,
-                "paraphrases": self.paraphrases, "recall_k": self.recall_k}
+                "paraphrases": self.paraphrases, "seeds": self.seeds, "recall_k": self.recall_k}
