@@ -81,12 +81,17 @@ def test_worked_example_from_the_page():
     assert (prose["retrieved"], prose["relevant"], prose["precision"]) == (2, 1, 0.5)
     assert prose["ΔS"]["n"] == 2 and prose["ΔS"]["median"] == pytest.approx(0.45)
     assert result["by_type"]["code"] == {"retrieved": 0, "relevant": 0, "precision": None, "ΔS": {
-        "n": 0, "median": None, "p90": None, "above_0.60": 0, "within_thresholds": None}}
+        "n": 0, "median": None, "p90": None, "above_0.60": 0, "zones": {"stable": 0, "transitional": 0, "risk": 0},
+        "within_thresholds": None}}
+    # the page's zones: 0.31 is stable, 0.59 transitional
+    assert prose["ΔS"]["zones"] == {"stable": 1, "transitional": 1, "risk": 0}
+    assert result["ΔS_by_qid"]["Q-0137"]["zones"] == {"stable": 1, "transitional": 1, "risk": 0}
     assert result["ΔS_by_qid"]["Q-0137"]["within_thresholds"] is False  # median 0.45 > 0.40
     assert result["ΔS_model"] is None  # nothing was computed
     gates = {g["gate"]: g["status"] for g in result["gates"]}
     assert gates == {"coverage": "fail", "citation_accuracy": "skipped", "ΔS_med": "fail", "ΔS_p90": "fail",
-                     "recall@5_drop_points": "skipped", "λ_convergent": "skipped"}
+                     "recall@5_drop_points": "skipped", "λ_convergent": "skipped", "cited_ΔS": "skipped"}
+    assert result["cited_ΔS"]["answered"] == 0  # the page's trace carries no answer_citations
     assert result["pass"] is False
 
 
@@ -244,11 +249,12 @@ def test_delta_s_without_trace_values_or_model_is_null_and_its_gates_skip(no_mod
     skipped = {g["gate"]: g["reason"] for g in result["gates"] if g["status"] == "skipped"}
     assert skipped["ΔS_med"] == skipped["ΔS_p90"] == chunking.NOT_INSTALLED
     assert "pip install -e '.[embeddings]'" in chunking.render_markdown(result)
-    # coverage and citation accuracy pass and nothing failed, but four gates were not evaluated:
+    assert skipped["cited_ΔS"] == "1 of 1 answered runs have no ΔS for the cited snippet (" + chunking.NOT_INSTALLED + ")"
+    # coverage and citation accuracy pass and nothing failed, but five gates were not evaluated:
     # WFGY's "eligible for canary only if all gates hold" is false (it used to say eligible)
     assert result["pass"] is False
-    assert result["gates_not_evaluated"] == ["ΔS_med", "ΔS_p90", "recall@5_drop_points", "λ_convergent"]
-    assert ("4 of 6 gates could not be evaluated (ΔS_med, ΔS_p90, recall@5_drop_points, λ_convergent)"
+    assert result["gates_not_evaluated"] == ["ΔS_med", "ΔS_p90", "recall@5_drop_points", "λ_convergent", "cited_ΔS"]
+    assert ("5 of 7 gates could not be evaluated (ΔS_med, ΔS_p90, recall@5_drop_points, λ_convergent, cited_ΔS)"
             in chunking.render_markdown(result))
 
 

@@ -104,6 +104,12 @@ def test_wfgy_chunking_example_computes_delta_s_with_the_real_model_offline(tmp_
     assert own["by_type"]["table"]["ΔS"]["within_thresholds"] is True
     assert own["by_type"]["code"]["ΔS"]["within_thresholds"] is False
     assert "Q-0201" in own["bad_qids"]  # its cited block lies above 0.60 in two runs
+    # every answered run's cited block was retrieved, so the model gives each one a ΔS: the
+    # acceptance target (<= 0.45) is evaluated, and fails on Q-0201's
+    assert (own["cited_ΔS"]["answered"], own["cited_ΔS"]["unknown"]) == (9, 0)
+    assert own["cited_ΔS"]["max"] == pytest.approx(0.6987, abs=1e-4)
+    assert gates["cited_ΔS"] == "fail" and own["ΔS_by_qid"]["Q-0201"]["cited"]["zones"]["risk"] == 2
+    assert own["vs_live"]["metrics"]["ΔS_med"]["live"] is not None  # the live run's ΔS computed the same way
     assert "sentence-transformers/all-MiniLM-L6-v2" in (tmp_path / "out" / "profile-wfgy-chunking.md").read_text()
 
 
@@ -145,18 +151,18 @@ def _chunking_files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_wfgy_chunking_is_not_eligible_for_canary_while_a_gate_could_not_be_evaluated(tmp_path):
-    """No gold offsets, no ΔS, no live run: coverage passes and four of the six gates have no
-    data. It used to say "Eligible for canary" and exit 0."""
+    """No gold offsets, no ΔS, no live run: coverage passes and six of the seven gates have no
+    data (the cited snippets have no ΔS either). It used to say "Eligible for canary" and exit 0."""
     gold, trace = _chunking_files(tmp_path)
     result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy-chunking", "--golden", str(gold),
                                        "--traces", str(trace), "--out", str(tmp_path / "out")])
     own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
     assert {g["gate"]: g["status"] for g in own["gates"]} == {
         "coverage": "pass", "citation_accuracy": "skipped", "ΔS_med": "skipped", "ΔS_p90": "skipped",
-        "recall@5_drop_points": "skipped", "λ_convergent": "skipped"}
+        "recall@5_drop_points": "skipped", "λ_convergent": "skipped", "cited_ΔS": "skipped"}
     assert own["pass"] is False and result.exit_code == 1
     assert "**NOT eligible for canary**" in result.output and "Eligible for canary" not in result.output
-    assert "5 of 6 gates could not be evaluated" in result.output
+    assert "6 of 7 gates could not be evaluated" in result.output
 
 
 def test_a_live_file_that_shares_no_question_with_the_gold_is_an_input_error(tmp_path):

@@ -7,7 +7,7 @@ file are collected (up to a cap) so one run shows the user everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from groundjudge.contracts import with_shared_parts
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
+from groundjudge.load.json_stream import LocatedValue, ValueProblem, layout, located_values, split_path
 from groundjudge.strict_json import NON_FINITE, TOO_DEEP, JSONProblem, non_finite_fields
 from groundjudge.strict_json import loads as strict_loads
 
@@ -69,14 +70,17 @@ def _field_name(loc: tuple[int | str, ...]) -> str:
     return "".join(parts) or "(record)"
 
 
-def validation_problems(path: Path, line: int, error: ValidationError) -> list[InputProblem]:
+def validation_problems(path: Path, line: int, error: ValidationError,
+                        line_of: Callable[[tuple[int | str, ...]], int] | None = None) -> list[InputProblem]:
+    """A problem per validation error; ``line_of(field)`` names each field's own line, for a
+    record that spans several lines (else every problem is on ``line``)."""
     problems = []
     for err in error.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if p not in ("function-before", "function-after"))
         msg = err["msg"]
         if err["type"] == "missing":
             msg = "required field is missing"
-        problems.append(InputProblem(str(path), line, _field_name(loc), msg))
+        problems.append(InputProblem(str(path), line if line_of is None else line_of(loc), _field_name(loc), msg))
     return problems
 
 
@@ -142,13 +146,24 @@ def _jsonl_fast(text: str, model: type[M], prepare: Callable[[M], object] | None
     return records or None
 
 
+def _multiline_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputProblem, LocatedValue | None]]:
+    for item in located_values(text):
+        if isinstance(item, ValueProblem):
+            yield item.line, InputProblem(str(path), item.line, None, item.message), None
+        else:
+            yield item.line, item.value, item
+
+
 def read_records(path: str | Path, model: type[M], *, prepare: Callable[[M], object] | None = None,
-                 ) -> list[tuple[int, M]]:
+                 multiline: bool = False) -> list[tuple[int, M]]:
     """Read ``path`` (JSONL, or YAML when it ends in .yaml/.yml) as records of ``model``.
 
     Returns ``(line, record)`` pairs. Raises :class:`InputError` listing every bad line.
     ``prepare`` is called with each record as soon as it is made (``load.dataset`` points a
     trace's chunk ids at the corpus's strings, so the parsed copies are freed at once).
+    With ``multiline``, a JSON array of records or records spread over several lines each are
+    read too (:mod:`groundjudge.load.json_stream`); a record's line is the one it starts on,
+    and a problem names the line of its field.
     """
     path = Path(path)
     text = read_text(path)
@@ -157,21 +172,29 @@ def read_records(path: str | Path, model: type[M], *, prepare: Callable[[M], obj
         fast = _jsonl_fast(text, model, prepare)
         if fast is not None:
             return fast
+    if multiline and not is_yaml and layout(text) != "jsonl":
+        return _checked_records(path, _multiline_objects(path, text), model, prepare)
     objects = _yaml_objects(path, text) if is_yaml else _jsonl_objects(path, text)
+    return _checked_records(path, ((line, obj, None) for line, obj in objects), model, prepare)
+
+
+def _checked_records(path: Path, objects: Iterable[tuple[int, object | InputProblem, LocatedValue | None]],
+                     model: type[M], prepare: Callable[[M], object] | None) -> list[tuple[int, M]]:
     records: list[tuple[int, M]] = []
     problems: list[InputProblem] = []
-    for lineno, obj in objects:
+    for lineno, obj, located in objects:
         if isinstance(obj, InputProblem):
             problems.append(obj)
         elif not isinstance(obj, dict):
             problems.append(InputProblem(str(path), lineno, None, f"expected a JSON object, got {type(obj).__name__}"))
         elif bad := non_finite_fields(obj):
-            problems.extend(InputProblem(str(path), lineno, name, NON_FINITE) for name in bad)
+            problems.extend(InputProblem(str(path), located.line_of(split_path(name)) if located else lineno, name,
+                                         NON_FINITE) for name in bad)
         else:
             try:
                 record = with_shared_parts(model.model_validate(obj))
             except ValidationError as exc:
-                problems.extend(validation_problems(path, lineno, exc))
+                problems.extend(validation_problems(path, lineno, exc, located.line_of if located else None))
             else:
                 if prepare is not None:
                     prepare(record)

@@ -48,7 +48,8 @@ __all__ = [
 
 
 # TODO(issue 10): move into the wfgy-chunking profile module as its PROFILE once that module is split.
-def _chunking_from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
+def _chunking_from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (),
+                         settings: wfgy_chunking.ChunkingSettings | None = None) -> ProfileResult:
     gold = [g for _, g in chunking_format.read_gold(golden)]
     qids = [g.qid for g in gold]
     runs = {path: [t for _, t in chunking_format.read_traces(path)] for path in (*traces, *live)}
@@ -56,14 +57,15 @@ def _chunking_from_files(golden: Path, traces: Sequence[Path], live: Sequence[Pa
         evidence_overlap(path, [t.qid for t in mine], golden, qids)
     shadow = [t for path in traces for t in runs[path]]
     live_runs = [t for path in live for t in runs[path]] or None
-    report = wfgy_chunking.report(gold, shadow, live_traces=live_runs)
+    options = (settings or wfgy_chunking.ChunkingSettings()).report_options()
+    report = wfgy_chunking.report(gold, shadow, live_traces=live_runs, **options)
     return ProfileResult(chunking_format.FORMAT_NAME, report, wfgy_chunking.render_markdown(report),
                          bool(report["pass"]))
 
 
 BUILT_IN: tuple[Profile, ...] = (
     wfgy.PROFILE,
-    Profile(chunking_format.FORMAT_NAME, _chunking_from_files),
+    Profile(chunking_format.FORMAT_NAME, _chunking_from_files, wfgy_chunking.ChunkingSettings),
     kb_eval.PROFILE,
     day39.PROFILE,
 )

@@ -9,7 +9,6 @@ separately, by the same name, in :mod:`groundjudge.profiles` (a later stage).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,8 +18,8 @@ from typing import Any, Literal
 from groundjudge.load.adapters.foreign import NativeData
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
 from groundjudge.errors import InputError
+from groundjudge.load.json_stream import first_object
 from groundjudge.load.records import read_text
-from groundjudge.files import jsonl_lines
 
 __all__ = [
     "AUTO",
@@ -103,14 +102,9 @@ def get_format(name: str) -> InputFormat:
 def _first_object(path: Path) -> dict[str, Any] | None:
     if path.suffix.lower() in {".yaml", ".yml"}:
         return None
-    for line in jsonl_lines(read_text(path)):
-        if line.strip():
-            try:
-                value = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                return None  # the loader will report it with its line number
-            return value if isinstance(value, dict) else None
-    return None
+    # One object per line, an array of them, or pretty-printed ones: an unreadable start is
+    # None here, and the loader reports it with its line number.
+    return first_object(read_text(path))
 
 
 def _claimants(path: Path, role: Role) -> list[str]:

@@ -13,6 +13,10 @@ Trace line (one per run of one paraphrase against one index)::
      "answer_citations": [{"id": "S.4.2.p.Bk011a", "offsets": [204611, 204790]}],
      "ΔS": [0.31], "λ_state": "→", "index_hash": "faiss:v3:hnsw:cos"}
 
+A file holds one record per line (JSON Lines), a JSON array of records (the page's
+``gold.json``), or records pretty-printed over several lines each, one after another (as the
+page prints its gold row and trace); a record's line is the line it starts on.
+
 Block ids are canonical ids such as ``S.4.2.p.Bk011a``; a block's section id is the prefix
 before ``.p.`` (``S.4.2``). Offsets are byte offsets ``[start, end)`` in the normalised
 canonical text. The gold shape the WFGY page shows carries no offsets, but the page asks to
@@ -55,11 +59,10 @@ from groundjudge.load.adapters.foreign import (
     merge_extras,
     native_trace,
     null_as_default,
-    read_unique,
 )
 from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import convert_records, read_records
+from groundjudge.load.records import convert_records, index_unique, read_records
 
 __all__ = [
     "FORMAT",
@@ -139,15 +142,26 @@ def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> 
     return False
 
 
+def _gold_by_qid(path: str | Path) -> tuple[dict[str, ChunkingGold], dict[str, int]]:
+    by_qid, lines, problems = index_unique(path, read_records(path, ChunkingGold, multiline=True),
+                                           lambda gold: gold.qid, "qid", "qid")
+    if problems:
+        raise InputError(problems)
+    return by_qid, lines
+
+
 def read_gold(path: str | Path) -> list[tuple[int, ChunkingGold]]:
-    """Read a WFGY chunking gold file; bad lines and repeated qids raise :class:`InputError`."""
-    by_qid, lines = read_unique(path, ChunkingGold, "qid", "qid")
+    """Read a WFGY chunking gold file (JSON Lines, a JSON array such as the page's ``gold.json``,
+    or pretty-printed rows one after another); bad records and repeated qids raise
+    :class:`InputError` naming the line of the field."""
+    by_qid, lines = _gold_by_qid(path)
     return [(lines[qid], gold) for qid, gold in by_qid.items()]
 
 
 def read_traces(path: str | Path) -> list[tuple[int, ChunkingTrace]]:
-    """Read a WFGY chunking trace file, every line (several per qid are normal)."""
-    return read_records(path, ChunkingTrace)
+    """Read a WFGY chunking trace file, every record (several per qid are normal), in any of the
+    layouts :func:`read_gold` reads; a record's line is the one it starts on."""
+    return read_records(path, ChunkingTrace, multiline=True)
 
 
 def _pair(offsets: Offsets | None) -> list[int] | None:
@@ -208,7 +222,7 @@ def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, confi
     an input error. Every trace line is kept: the runs of a qid become its paraphrase traces
     (see the module docstring for the numbering).
     """
-    golds, gold_lines = read_unique(gold_path, ChunkingGold, "qid", "qid")
+    golds, gold_lines = _gold_by_qid(gold_path)
     cases, problems = convert_records(gold_path, golds, gold_lines, _native_case, GoldenCase)
     names = [config_id] * len(trace_paths) if config_id else config_ids_for(trace_paths)
     runs: dict[str, dict[str, list[tuple[Path, int, ChunkingTrace]]]] = {}

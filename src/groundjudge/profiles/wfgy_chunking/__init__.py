@@ -21,11 +21,28 @@ k items, in the trace's order):
   percentile (linear interpolation) over the top k; ``ΔS_med`` and ``ΔS_p90`` are the medians
   of those per-run values, as in WFGY's evaluator. Gates: ``ΔS_med`` <= 0.40, ``ΔS_p90`` <=
   0.55; a question whose cited snippet has ΔS above 0.60 is flagged. Per question and per
-  content type, the median and p90 of the pooled top-k values are reported beside them.
+  content type, the median and p90 of the pooled top-k values are reported beside them, with
+  how many values lie in each of WFGY's zones: stable <= 0.45, transitional 0.40-0.60, risk
+  >= 0.60 (bounds inclusive; the ranges overlap, and a value in two zones counts in both).
+- the cited snippet: the answer's first citation (the page logs "ΔS for the chosen citation";
+  its evaluator reads the first). Its ΔS is the one logged for that block among the retrieved
+  items. Per question, and over all answered runs, its median, p90, maximum and zones; the
+  acceptance target "ΔS <= 0.45 for the cited snippet of each answered item" is a gate
+  (``cited_ΔS``, the largest value): it fails on one known value above 0.45, and is not
+  evaluated (does not hold) while an answered run's cited snippet has no ΔS.
 - λ (paraphrase convergence): a qid whose runs cover at least three distinct queries is a
-  paraphrase triplet; it is convergent when every run's ``λ_state`` is convergent (``→``).
+  paraphrase triplet (with ``seeds=2``, the acceptance target's "three paraphrases and two
+  seeds": each of those queries run with two distinct ``seed`` values); it is convergent when
+  every run's ``λ_state`` is convergent (``→``).
   ``paraphrase_agreement@5`` (mean pairwise Jaccard overlap of the top-5 sets of a qid's runs)
   is reported beside it.
+- against live ("compare with the live index as a baseline and record deltas"): with live
+  traces, every figure above is computed for the live run with the same settings and reported
+  as shadow, live, delta = shadow - live and whether that is better or worse, overall and per
+  content type (``vs_live``); the Recall@5 drop is a gate (at most 2 points).
+
+The knobs (k values, thresholds, window, zones) are :class:`ChunkingSettings`
+(:mod:`.settings`); :func:`report` takes them as keywords.
 
 Choices where the WFGY page is open or self-contradictory (each is a keyword to change it):
 
@@ -43,36 +60,41 @@ Choices where the WFGY page is open or self-contradictory (each is a keyword to 
   :mod:`.embedder`), from block texts given inline (``topk[].text``) or in ``texts``. When runs
   need the model and it is not installed, ``ΔS_med`` and ``ΔS_p90`` are null with the reason and
   the install command, and the ΔS gates are skipped.
-- "A shadow index is eligible for canary if" every gate holds: a gate skipped for lack of data
-  (no gold offsets, no ΔS, no live run, no paraphrase triplet) does not hold, so ``pass`` is
-  false and the report lists the gates it could not evaluate.
+- "A shadow index is eligible for canary if" every gate holds, the cited snippet's ΔS target
+  included: a gate skipped for lack of data (no gold offsets, no ΔS, no live run, no
+  paraphrase triplet, no answered run) does not hold, so ``pass`` is false and the report lists
+  the gates it could not evaluate.
 
 Empty denominators: the page's evaluator divides by the number of gold questions and by
 ``max(1, ...)`` per question; where it says nothing (no gold question at all, no question with
 an anchor section, no citation with a section id, no triplet) the value is null.
 
-Parts: :mod:`.definitions` (thresholds, ids, spans, P@k/R@k), :mod:`.embedder` (the model),
-:mod:`.runs` (one run), :mod:`.delta_s` (ΔS computed and summarised), :mod:`.report` (the
-report and its gates), :mod:`.render` (Markdown).
+Parts: :mod:`.definitions` (thresholds, zones, ids, spans, P@k/R@k), :mod:`.embedder` (the
+model), :mod:`.runs` (one run), :mod:`.delta_s` (ΔS computed and summarised), :mod:`.report`
+(the report, the deltas against live and the gates), :mod:`.render` (Markdown),
+:mod:`.settings` (the knobs).
 """
 
 from __future__ import annotations
 
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    BAD_DELTA_S, CONVERGENT_STATES, DEFAULT_GATES, KS, OFFSET_WINDOW, percentile, precision_at, recall_at,
-    section_of, span_gap, spans_match, title_distance,
+    BAD_DELTA_S, CONVERGENT_STATES, DEFAULT_GATES, DELTA_S_ZONES, KS, OFFSET_WINDOW, percentile, precision_at,
+    recall_at, section_of, span_gap, spans_match, title_distance, zone_counts, zones_of,
 )
 from groundjudge.profiles.wfgy_chunking.embedder import (
     INSTALL_COMMAND, NOT_INSTALLED, EmbeddingModel, delta_s_from_embeddings, load_embedder,
 )
 from groundjudge.profiles.wfgy_chunking.render import render_markdown
-from groundjudge.profiles.wfgy_chunking.report import report, shadow_vs_live
+from groundjudge.profiles.wfgy_chunking.report import report, shadow_vs_live, versus_live
 from groundjudge.profiles.wfgy_chunking.runs import RunScore, score_run
+from groundjudge.profiles.wfgy_chunking.settings import ChunkingSettings
 
 __all__ = [
     "BAD_DELTA_S",
     "CONVERGENT_STATES",
+    "ChunkingSettings",
     "DEFAULT_GATES",
+    "DELTA_S_ZONES",
     "INSTALL_COMMAND",
     "KS",
     "NOT_INSTALLED",
@@ -92,4 +114,7 @@ __all__ = [
     "span_gap",
     "spans_match",
     "title_distance",
+    "versus_live",
+    "zone_counts",
+    "zones_of",
 ]

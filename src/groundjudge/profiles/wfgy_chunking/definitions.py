@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from groundjudge.contracts import Offsets
@@ -12,6 +12,8 @@ KS: tuple[int, ...] = (1, 3, 5, 10)
 OFFSET_WINDOW = 30
 BAD_DELTA_S = 0.60  # WFGY's "risk" zone: a cited snippet above it flags the question
 CONVERGENT_STATES = frozenset({"→", "->", "convergent"})
+PARAPHRASES = 3  # "λ remains convergent on three paraphrases": distinct queries of a triplet
+LIVE_RECALL_K = 5  # "Recall@5 does not drop more than 2 points absolute vs live"
 DEFAULT_GATES: dict[str, float] = {
     "coverage": 0.70,
     "citation_accuracy": 0.95,
@@ -19,9 +21,38 @@ DEFAULT_GATES: dict[str, float] = {
     "ΔS_p90": 0.55,
     "recall@5_drop_points": 2.0,
     "λ_convergent": 0.95,
+    "cited_ΔS": 0.45,  # acceptance target: "ΔS <= 0.45 for the cited snippet of each answered item"
+}
+# WFGY's zones of ΔS(question, retrieved), as the page writes them: "Stable <= 0.45, transitional
+# 0.40-0.60, risk >= 0.60". Bounds are inclusive (None: open); the ranges overlap, so a value
+# of 0.40 to 0.45 is both stable and transitional, and 0.60 both transitional and risk.
+ZoneBounds = tuple[float | None, float | None]
+DELTA_S_ZONES: dict[str, ZoneBounds] = {
+    "stable": (None, 0.45),
+    "transitional": (0.40, 0.60),
+    "risk": (0.60, None),
 }
 
 CitationPolicy = Literal["any", "first"]
+
+
+def zones_of(value: float, zones: Mapping[str, ZoneBounds] = DELTA_S_ZONES) -> list[str]:
+    """The zones whose inclusive bounds hold ``value`` (one or two: the page's ranges overlap).
+
+    >>> zones_of(0.31), zones_of(0.42), zones_of(0.59), zones_of(0.60)
+    (['stable'], ['stable', 'transitional'], ['transitional'], ['transitional', 'risk'])
+    """
+    return [name for name, (low, high) in zones.items()
+            if (low is None or value >= low) and (high is None or value <= high)]
+
+
+def zone_counts(values: Sequence[float], zones: Mapping[str, ZoneBounds] = DELTA_S_ZONES) -> dict[str, int]:
+    """How many of ``values`` lie in each zone (a value in two overlapping zones counts in both)."""
+    counts = dict.fromkeys(zones, 0)
+    for value in values:
+        for name in zones_of(value, zones):
+            counts[name] += 1
+    return counts
 
 
 def section_of(block_id: str) -> str | None:

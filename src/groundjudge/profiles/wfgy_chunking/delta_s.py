@@ -1,5 +1,6 @@
 """ΔS(question, retrieved) = 1 - cosine similarity of sentence embeddings: computed for the runs
-whose trace carries none, then summarised per run set, per question and per content type.
+whose trace carries none, then summarised per run set, per question and per content type (median,
+p90, values above the flag value and per zone), and for the cited snippets.
 
 A run's question is its ``query`` (else the gold's first paraphrase); a retrieved block's text is
 its inline ``topk[].text``, else ``texts[id]``. All texts of all runs are embedded in one batch,
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from groundjudge.load.adapters.wfgy_chunking import ChunkingGold, ChunkingTrace, TopkItem
-from groundjudge.profiles.wfgy_chunking.definitions import BAD_DELTA_S, median, percentile
+from groundjudge.profiles.wfgy_chunking.definitions import (
+    BAD_DELTA_S, DELTA_S_ZONES, ZoneBounds, median, percentile, zone_counts,
+)
 from groundjudge.profiles.wfgy_chunking.embedder import Embedder, cosine, embedder_provenance, load_embedder
 from groundjudge.profiles.wfgy_chunking.runs import RunScore
 
@@ -73,35 +76,61 @@ def compute_missing(
     return ComputedDeltaS(values=values, missing=missing, model=embedder_provenance(model))
 
 
-def spread(values: Sequence[float], *, max_median: float, max_p90: float) -> dict[str, Any]:
-    """n, median, 90th percentile and items above 0.60 of some ΔS values, and whether median
-    and p90 are within WFGY's thresholds (None for no values)."""
+@dataclass(frozen=True)
+class Limits:
+    """What a spread of ΔS values is judged against: the canary thresholds for median and p90,
+    the value above which a cited snippet flags its question, and the page's zones."""
+
+    max_median: float
+    max_p90: float
+    flag_above: float = BAD_DELTA_S
+    zones: Mapping[str, ZoneBounds] = field(default_factory=lambda: dict(DELTA_S_ZONES))
+
+    @property
+    def above_key(self) -> str:
+        return f"above_{self.flag_above:.2f}"
+
+
+def spread(values: Sequence[float], limits: Limits) -> dict[str, Any]:
+    """n, median, 90th percentile, items above the flag value and items per zone of some ΔS
+    values, and whether median and p90 are within the thresholds (None for no values)."""
+    zones = zone_counts(values, limits.zones)
     if not values:
-        return {"n": 0, "median": None, "p90": None, f"above_{BAD_DELTA_S:.2f}": 0, "within_thresholds": None}
+        return {"n": 0, "median": None, "p90": None, limits.above_key: 0, "zones": zones, "within_thresholds": None}
     med, p90 = median(values), percentile(values, 90)
     return {"n": len(values), "median": med, "p90": p90,
-            f"above_{BAD_DELTA_S:.2f}": sum(v > BAD_DELTA_S for v in values),
-            "within_thresholds": med <= max_median and p90 <= max_p90}
+            limits.above_key: sum(v > limits.flag_above for v in values), "zones": zones,
+            "within_thresholds": med <= limits.max_median and p90 <= limits.max_p90}
 
 
-def per_question(per_qid: Mapping[str, Sequence[RunScore]], *, max_median: float,
-                 max_p90: float) -> dict[str, dict[str, Any]]:
-    """ΔS spread per question over the top-k items of all its runs."""
+def cited_spread(scores: Sequence[RunScore], limits: Limits) -> dict[str, Any]:
+    """The cited snippet's ΔS over some runs: how many runs answered with a citation, how many of
+    those have a ΔS for it (``unknown``: the rest), their median, p90, maximum and zones."""
+    answered = [s for s in scores if s.has_trace and s.cited]
+    values = [s.cited_delta_s for s in answered if s.cited_delta_s is not None]
+    row = {"answered": len(answered), "unknown": len(answered) - len(values), **spread(values, limits)}
+    row["max"] = max(values) if values else None
+    row.pop("within_thresholds")
+    return row
+
+
+def per_question(per_qid: Mapping[str, Sequence[RunScore]], limits: Limits) -> dict[str, dict[str, Any]]:
+    """ΔS spread per question over the top-k items of all its runs, and of its cited snippets."""
     result = {}
     for qid, scores in per_qid.items():
         runs = [s for s in scores if s.has_trace]
         values = [d for s in runs for _, d in s.top_k_delta_s()]
-        row = spread(values, max_median=max_median, max_p90=max_p90)
+        row = spread(values, limits)
         row["runs"] = sum(bool(s.top_k_delta_s()) for s in runs)
+        row["cited"] = cited_spread(runs, limits)
         result[qid] = row
     return result
 
 
-def per_type(runs: Sequence[RunScore], kinds: Sequence[str], *, max_median: float,
-             max_p90: float) -> dict[str, dict[str, Any]]:
+def per_type(runs: Sequence[RunScore], kinds: Sequence[str], limits: Limits) -> dict[str, dict[str, Any]]:
     """ΔS spread per content type over the top-k items of every run."""
     pooled: dict[str, list[float]] = {kind: [] for kind in kinds}
     for s in runs:
         for kind, d in s.top_k_delta_s():
             pooled.setdefault(kind or "untyped", []).append(d)
-    return {kind: spread(values, max_median=max_median, max_p90=max_p90) for kind, values in pooled.items()}
+    return {kind: spread(values, limits) for kind, values in pooled.items()}

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from groundjudge.inert import markdown
-from groundjudge.profiles.wfgy_chunking.definitions import BAD_DELTA_S
-
-ABOVE = f"above_{BAD_DELTA_S:.2f}"
 
 
 def _fmt(value: object) -> str:
@@ -35,7 +32,7 @@ def _headline(result: dict[str, Any]) -> list[str]:
         "",
         f"**{'Eligible for canary' if result['pass'] else 'NOT eligible for canary'}** "
         f"({result['n_questions']} questions, {result['n_runs']} runs, top-{result['k']}, "
-        f"citations: {result['citation_policy']}).",
+        f"citations: {result['citation_policy']}, offset window {result['window']} bytes).",
         *_not_evaluated(result),
         "",
         "| k | " + " | ".join(str(n) for n in ks) + " |",
@@ -59,43 +56,97 @@ def _headline(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _zones(result: dict[str, Any]) -> tuple[list[str], str]:
+    """The zone names and a sentence giving their bounds, as the report used them."""
+    parts = []
+    for name, (low, high) in result["ΔS_zones"].items():
+        bounds = f"<= {high}" if low is None else f">= {low}" if high is None else f"{low}-{high}"
+        parts.append(f"{name} {bounds}")
+    return list(result["ΔS_zones"]), "ΔS zones: " + ", ".join(parts) + " (bounds inclusive; a value where two " \
+                                                                   "zones overlap counts in both)."
+
+
 def _delta_s_tables(result: dict[str, Any]) -> list[str]:
     model = result["ΔS_model"]
     sources = result["ΔS_source"]
+    above = f"above_{result['ΔS_flag_above']:.2f}"
+    names, zone_note = _zones(result)
     origin = f"runs with ΔS from the trace: {sources['trace']}, computed: {sources['embedding']}, " \
              f"none: {sources['none']}"
     if model:
         origin += f"; model {markdown(model['name'])} (weights sha256 {markdown(str(model['weights_sha256'])[:12])}…)"
-    lines = ["", "## ΔS per question (top-k items of all its runs)", "", origin + ".", "",
-             f"| qid | runs | items | median | p90 | > {BAD_DELTA_S:.2f} | within thresholds |",
-             "|---|---|---|---|---|---|---|"]
+    zone_heads = " | ".join(names)
+    cited = result["cited_ΔS"]
+    lines = ["", "## ΔS per question (top-k items of all its runs; the cited snippet of each answered run)", "",
+             origin + ".", zone_note, "",
+             f"Cited snippet over all answered runs: {cited['answered']} answered, {cited['unknown']} without ΔS, "
+             f"median {_fmt(cited['median'])}, p90 {_fmt(cited['p90'])}, max {_fmt(cited['max'])}.", "",
+             f"| qid | runs | items | median | p90 | > {result['ΔS_flag_above']:.2f} | {zone_heads} "
+             f"| within thresholds | cited: answered | cited: no ΔS | cited median | cited p90 | "
+             + " | ".join(f"cited {n}" for n in names) + " |",
+             "|---|" + "---|" * (9 + 2 * len(names))]
     for qid, row in result["ΔS_by_qid"].items():
+        c = row["cited"]
+        zones = " | ".join(str(row["zones"][n]) for n in names)
+        cited_zones = " | ".join(str(c["zones"][n]) for n in names)
         lines.append(f"| {markdown(qid)} | {row['runs']} | {row['n']} | {_fmt(row['median'])} | {_fmt(row['p90'])} | "
-                     f"{row[ABOVE]} | {_fmt(row['within_thresholds'])} |")
+                     f"{row[above]} | {zones} | {_fmt(row['within_thresholds'])} | {c['answered']} | {c['unknown']} | "
+                     f"{_fmt(c['median'])} | {_fmt(c['p90'])} | {cited_zones} |")
     lines += ["", "## By content type (top-k)", "",
-              "| type | retrieved | relevant | precision | ΔS items | ΔS median | ΔS p90 |",
-              "|---|---|---|---|---|---|---|"]
+              f"| type | retrieved | relevant | precision | ΔS items | ΔS median | ΔS p90 | {zone_heads} |",
+              "|---|---|---|---|---|---|---|" + "---|" * len(names)]
     for kind, row in result["by_type"].items():
         spread = row["ΔS"]
+        zones = " | ".join(str(spread["zones"][n]) for n in names)
         lines.append(f"| {markdown(kind)} | {row['retrieved']} | {row['relevant']} | {_fmt(row['precision'])} | "
-                     f"{spread['n']} | {_fmt(spread['median'])} | {_fmt(spread['p90'])} |")
+                     f"{spread['n']} | {_fmt(spread['median'])} | {_fmt(spread['p90'])} | {zones} |")
+    return lines
+
+
+def _delta_row(name: str, row: dict[str, Any]) -> str:
+    delta = row["delta"]
+    shown = "null" if delta is None else f"{delta:+.4f}"
+    return f"| {name} | {_fmt(row['shadow'])} | {_fmt(row['live'])} | {shown} | {row['change'] or '-'} |"
+
+
+def _versus_live(result: dict[str, Any]) -> list[str]:
+    versus = result["vs_live"]
+    if not versus:
+        return []
+    lines = ["", "## Shadow vs live (delta = shadow - live)", "",
+             f"Live: {versus['live_runs']} runs.", "",
+             "| metric | shadow | live | delta | shadow is |", "|---|---|---|---|---|"]
+    lines += [_delta_row(name, row) for name, row in versus["metrics"].items()]
+    lines += ["", "| type | retrieved (shadow / live) | precision delta | ΔS median delta | ΔS p90 delta |",
+              "|---|---|---|---|---|"]
+    for kind, row in versus["by_type"].items():
+        cells = []
+        for key in ("precision", "ΔS_median", "ΔS_p90"):
+            delta = row[key]["delta"]
+            cells.append("null" if delta is None else f"{delta:+.4f} ({row[key]['change']})")
+        lines.append(f"| {markdown(kind)} | {row['retrieved']['shadow']} / {row['retrieved']['live']} | "
+                     + " | ".join(cells) + " |")
+    for key, note in versus["live_notes"].items():
+        lines.append(f"\nLive {key}: {markdown(str(note))}")
     return lines
 
 
 def _gates_and_notes(result: dict[str, Any]) -> list[str]:
-    lines = ["", "## Canary gates", "", "| gate | value | threshold | result |", "|---|---|---|---|"]
+    lines = ["", "## Gates (the canary gates and the cited snippet's ΔS target)", "",
+             "| gate | value | threshold | result |", "|---|---|---|---|"]
     for gate in result["gates"]:
         status = {"fail": "FAIL", "skipped": "NOT EVALUATED"}.get(gate["status"], gate["status"])
         if gate["reason"]:
             status += f" ({gate['reason']})"
         lines.append(f"| {gate['gate']} | {_fmt(gate['value'])} | {gate['op']} {gate['threshold']} | {status} |")
-    live = result["recall@5_vs_live"]
+    k = result["recall_k"]
+    live = result[f"recall@{k}_vs_live"]
     if live:
-        lines += ["", f"Recall@5: shadow {_fmt(live['shadow_R@5'])}, live {_fmt(live['live_R@5'])}, "
+        lines += ["", f"Recall@{k}: shadow {_fmt(live[f'shadow_R@{k}'])}, live {_fmt(live[f'live_R@{k}'])}, "
                       f"drop {_fmt(live['drop_points'])} points (at most {live['max_drop_points']})."]
     notes = []
     if result["bad_qids"]:
-        notes.append(f"- Flagged (coverage 0 or cited ΔS > {BAD_DELTA_S}): "
+        notes.append(f"- Flagged (coverage 0 or cited ΔS > {result['ΔS_flag_above']}): "
                      + ", ".join(map(markdown, result["bad_qids"])))
     if result["missing_trace"]:
         notes.append(f"- No run (scored as retrieving nothing): {', '.join(map(markdown, result['missing_trace']))}")
@@ -108,6 +159,7 @@ def _gates_and_notes(result: dict[str, Any]) -> list[str]:
 
 
 def render_markdown(result: dict[str, Any]) -> str:
-    """A Markdown summary of a :func:`report` result: P@k/R@k, coverage, ΔS, types, gates."""
-    lines = _headline(result) + _delta_s_tables(result) + _gates_and_notes(result)
+    """A Markdown summary of a :func:`report` result: P@k/R@k, coverage, ΔS and its zones per
+    question and type, the deltas against live, gates."""
+    lines = _headline(result) + _delta_s_tables(result) + _versus_live(result) + _gates_and_notes(result)
     return "\n".join(lines) + "\n"

@@ -24,13 +24,14 @@ class RunScore:
     covered: bool
     citation_accurate: bool
     gold_offsets_missing: bool
-    cited: bool
+    cited: bool  # the answer has a citation this policy considers (with "first": its first)
     anchor_hit: bool | None
     anchor_distance: int | None
     delta_s: tuple[float | None, ...] | None
     delta_s_source: str | None
-    cited_delta_s: float | None
+    cited_delta_s: float | None  # ΔS of the answer's first citation; None: no answer, or unknown
     lambda_state: str | None
+    seed: object | None  # the trace's ``seed``, when it logs one
     top_ids: tuple[str, ...] = field(default=())
     typed_top_k: tuple[tuple[str | None, bool], ...] = field(default=())
 
@@ -84,12 +85,13 @@ def score_run(
 
     if delta_s is None and trace is not None and trace.delta_s is not None:
         delta_s, delta_s_source = trace.delta_s, "trace"
+    # "The cited snippet" is the answer's first citation, whatever the citation policy: the
+    # page logs "ΔS for the chosen citation" and its evaluator reads the first. Its ΔS is known
+    # when that block was retrieved (ΔS is per retrieved item) and has a value.
+    first = trace.answer_citations[0].id if trace and trace.answer_citations else None
     cited_ds = None
-    if delta_s is not None:
-        for cite in citations:
-            if cite.id in ids and delta_s[ids.index(cite.id)] is not None:
-                cited_ds = delta_s[ids.index(cite.id)]
-                break
+    if delta_s is not None and first is not None and first in ids:
+        cited_ds = delta_s[ids.index(first)]
     typed = tuple((item.type, item.id in relevant) for item in (trace.topk[:k] if trace else []))
     return RunScore(
         qid=gold.qid,
@@ -107,6 +109,7 @@ def score_run(
         delta_s_source=delta_s_source if delta_s is not None else None,
         cited_delta_s=cited_ds,
         lambda_state=trace.lambda_state if trace else None,
+        seed=(trace.model_extra or {}).get("seed") if trace else None,
         top_ids=tuple(ids),
         typed_top_k=typed,
     )
