@@ -161,7 +161,8 @@ RUN_A = {"run_id": "run_a", "chunker_version": "md-heading-v1", "created_at": "2
     {"query_id": "q4", "hits_top_k": [],
      "answer": answer("Not enough grounds: the knowledge base has nothing on this.", [], grounded=False),
      "error": None, "elapsed_ms": 300},
-    {"query_id": "q5", "hits_top_k": [hit("c-store-1", "doc-store", 0.9), hit("c-store-2", "doc-store", 0.88, [[50, 450]])],
+    {"query_id": "q5", "hits_top_k": [hit("c-store-1", "doc-store", 0.9),
+                                      hit("c-store-2", "doc-store", 0.88, [[50, 450]])],
      "answer": answer("Runs live in eval_runs, not in Postgres [#2].", ["c-store-2"]),
      "error": None, "elapsed_ms": 1500},
     {"query_id": "q6", "hits_top_k": [hit("c-eval-3", "doc-eval", 0.77, [[200, 600]])],
@@ -193,7 +194,8 @@ RUN_B = {"run_id": "run_b", "chunker_version": "md-heading-v1", "created_at": "2
 # Run C, the next chunker (md-heading-v2): chunk ids differ, so matching falls back to doc_id +
 # span overlap of at least 50% of an expected chunk's span (learnt from run A's hits).
 RUN_C = {"run_id": "run_c", "chunker_version": "md-heading-v2", "created_at": "2026-05-03T10:00:00Z", "results": [
-    {"query_id": "q1", "hits_top_k": [hit("v2-md-1", "doc-md", 0.8, [[0, 199]]), hit("v2-md-2", "doc-md", 0.7, [[150, 420]])],
+    {"query_id": "q1", "hits_top_k": [hit("v2-md-1", "doc-md", 0.8, [[0, 199]]),
+                                      hit("v2-md-2", "doc-md", 0.7, [[150, 420]])],
      "answer": answer("The heading boundary comes first [#2].", ["v2-md-2"]), "error": None, "elapsed_ms": 1700},
     {"query_id": "q2", "hits_top_k": [hit("v2-rag-4", "doc-rag", 0.8, [[100, 200]])],
      "answer": answer("Answers cite with [#n] markers [#1].", ["v2-rag-4"]), "error": None, "elapsed_ms": 1600},
@@ -203,7 +205,8 @@ RUN_C = {"run_id": "run_c", "chunker_version": "md-heading-v2", "created_at": "2
      "answer": answer("Not enough grounds.", [], grounded=False), "error": None, "elapsed_ms": 400},
     {"query_id": "q5", "hits_top_k": [hit("v2-store-2", "doc-store", 0.9, [[50, 300]])],
      "answer": answer("Runs live in eval_runs [#1].", ["v2-store-2"]), "error": None, "elapsed_ms": 1450},
-    {"query_id": "q6", "hits_top_k": [hit("v2-other", "doc-eval", 0.6, [[0, 150]]), hit("v2-eval-3", "doc-eval", 0.5, [[400, 800]])],
+    {"query_id": "q6", "hits_top_k": [hit("v2-other", "doc-eval", 0.6, [[0, 150]]),
+                                      hit("v2-eval-3", "doc-eval", 0.5, [[400, 800]])],
      "answer": answer("It makes compare refuse [#2].", ["v2-eval-3"]), "error": None, "elapsed_ms": 1500},
 ]}
 
