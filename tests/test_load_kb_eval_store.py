@@ -108,6 +108,26 @@ def test_store_aggregates_is_one_transaction(tmp_path):
     assert stored_aggregate(db, "run_a") == {}  # the first update was rolled back with the failed one
 
 
+def test_a_database_another_process_holds_is_one_line_and_left_as_it_was(tmp_path, monkeypatch):
+    from groundjudge.load.adapters import kb_eval_store
+
+    monkeypatch.setattr(kb_eval_store, "BUSY_TIMEOUT_S", 0.05)  # no need to wait the usual 5 s here
+    _, db = seed_database(tmp_path)
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # kb-eval's runner writing: readers read, writers wait
+        assert [r.run_id for r in read_runs(db)] == ["run_a", "run_b", "run_c"]
+        with pytest.raises(StorageError, match="database is locked.*no run was updated"):
+            store_aggregates(db, {"run_a": {"mrr": 0.5}}, timeout_s=0.05)
+        holder.execute("ROLLBACK")
+        holder.execute("BEGIN EXCLUSIVE")  # nobody may read
+        with pytest.raises(InputError, match="locked by another process"):
+            read_runs(db)
+    finally:
+        holder.close()
+    assert stored_aggregate(db, "run_a") == {}
+
+
 def test_the_chunk_store_is_the_chunks_table(tmp_path):
     _, db = seed_database(tmp_path)
     assert chunk_ids(db) == frozenset(c for c, _ in CHUNKS)

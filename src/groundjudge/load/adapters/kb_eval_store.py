@@ -55,6 +55,7 @@ __all__ = [
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 RUN_SEPARATOR = "#"  # as groundjudge.files.file_and_part reads it
+BUSY_TIMEOUT_S = 5.0  # how long a read waits for kb-eval's own writer to let go of the database
 _REQUIRED = {"eval_runs": ("run_id", "config_snapshot_json", "aggregate_json"),
              "eval_query_results": ("run_id", "query_id", "result_json")}
 
@@ -100,12 +101,17 @@ def split_run(path: str | Path) -> tuple[Path, str | None]:
 def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
     # Read-only and never created: a mistyped path must not leave an empty database behind.
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as exc:
         raise InputError.one(path, None, None, f"cannot open the database: {exc}") from None
     with closing(connection):
         try:
             yield connection
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise InputError.one(path, None, None, f"the database is locked by another process ({exc}); run "
+                                                       "again once it is done") from None
+            raise InputError.one(path, None, None, f"cannot read the database ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise InputError.one(path, None, None, f"not a readable kb-eval database ({exc}); give kb-eval's "
                                                    "SQLite file, or its results as JSONL") from None
@@ -235,14 +241,16 @@ def chunk_ids(path: str | Path) -> frozenset[str] | None:
         return frozenset(str(r[0]) for r in connection.execute("SELECT chunk_id FROM chunks"))
 
 
-def store_aggregates(path: str | Path, aggregates: Mapping[str, Mapping[str, Any]]) -> None:
+def store_aggregates(path: str | Path, aggregates: Mapping[str, Mapping[str, Any]], *,
+                     timeout_s: float = BUSY_TIMEOUT_S) -> None:
     """Write each run's ``AggregateMetrics`` into ``eval_runs.aggregate_json`` (compact JSON,
     null for an empty denominator), as kb-eval's metrics step does, all in one transaction: a
     failure leaves every row as it was. Raises :class:`StorageError` when the database cannot be
-    written (read-only file, locked by another process, a run no longer there)."""
+    written (read-only file, locked by another process for more than ``timeout_s``, a run no
+    longer there)."""
     path = Path(path)
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=5.0)
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=timeout_s)
     except sqlite3.Error as exc:
         raise StorageError(f"{path}: cannot open the database to write aggregate_json ({exc})") from None
     with closing(connection):
