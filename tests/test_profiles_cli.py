@@ -329,3 +329,20 @@ def test_run_takes_kb_eval_runs_from_its_database(tmp_path, monkeypatch):
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Profile `kb-eval`" in report and "`kb-eval`'s own comparison beside groundjudge's" in report
     assert stored_aggregate(db, "run_c")["total_queries"] == 6
+
+
+def test_kb_eval_example_agreement_as_docs_profiles_md_states_it(tmp_path):
+    """docs/profiles.md: on the bundled example 2 of 5 queries agree; q2 and q3 are kb-eval wins
+    and groundjudge draws, q5 a kb-eval loss and a groundjudge win (A said a forbidden string)."""
+    golden, traces, _ = SYSTEMS["kb-eval"]
+    result = CliRunner().invoke(main, ["metrics", "--profile", "kb-eval", "--golden", str(golden),
+                                       *sum((["--traces", str(t)] for t in traces), []), "--out", str(tmp_path),
+                                       "--quiet"])
+    assert result.exit_code == 0, result.output
+    agreement = json.loads((tmp_path / "metrics.json").read_text())["profile"]["agreement"]
+    assert (agreement["agree"], agreement["compared"]) == (2, 5)
+    assert {r["case_id"]: (r["kb-eval"], r["groundjudge"]) for r in agreement["differ"]} == {
+        "q2": ("win", "draw"), "q3": ("win", "draw"), "q5": ("loss", "win")}
+    q5 = next(r for r in agreement["differ"] if r["case_id"] == "q5")
+    assert "at rank 2 in A, at rank 3 in B" in q5["why"] and "answer contains a forbidden string" in q5["why"]
+    assert agreement["only_groundjudge"] == ["q4"]
