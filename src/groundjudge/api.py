@@ -17,7 +17,7 @@ import hashlib
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -550,14 +550,14 @@ def _profile_agreement(doc: dict[str, Any], profile: Any) -> dict[str, Any] | No
     report.json content) case by case: its outcomes beside those of ``groundjudge compare`` on
     the same two configs, and why they differ (see ``report.compare.profile_agreement``)."""
     from groundjudge.profiles import profile_outcomes
+    from groundjudge.report.compare import configs_agreement
 
     own = profile_outcomes(profile.name, profile.report)
     if own is None or any(cfg not in doc.get("per_config", {}) for cfg in own.configs):
         return None
-    config_a, config_b = own.configs
-    result = _compare_documents(doc, doc, config_a, config_b, config_a, config_b, where=Path("."),
-                                profiles={profile.name: own})
-    return result["profile_agreement"][0]
+    side_a, side_b = (doc["per_config"][cfg] for cfg in own.configs)
+    chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
+    return configs_agreement(side_a, side_b, profile.name, own, chunking)
 
 
 def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:
@@ -736,6 +736,8 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     values of report.json files (``report.compare``). When a run folder holds a profile's own
     comparison of the same two configs (``profile-<name>.json``), its per-case outcomes are set
     beside groundjudge's (``profile_agreement``)."""
+    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
+
     doc_a = _load_run_document(a)
     doc_b = _load_run_document(b) if b is not None else doc_a
     if b is None:
@@ -749,28 +751,19 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     for doc, cfg, path in ((doc_a, config_a, a), (doc_b, config_b, b or a)):
         if cfg not in doc["per_config"]:
             raise InputError.one(path, None, "config", f"no config {cfg!r}; have {doc['configs']}")
-    label_a = f"{a.name}:{config_a}" if b is not None else config_a
-    label_b = f"{b.name}:{config_b}" if b is not None else config_b
-    own = _profile_comparisons([a] if b is None else [a, b], config_a, config_b)
-    return _compare_documents(doc_a, doc_b, config_a, config_b, label_a, label_b, where=b or a,
-                              strict_chunker_version=strict_chunker_version, seed=seed, profiles=own)
-
-
-def _compare_documents(doc_a: dict[str, Any], doc_b: dict[str, Any], config_a: str, config_b: str, label_a: str,
-                       label_b: str, *, where: Path, strict_chunker_version: bool = False, seed: int = 0,
-                       profiles: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
-
     side_a, side_b = doc_a["per_config"][config_a], doc_b["per_config"][config_b]
     chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
+    label_a = f"{a.name}:{config_a}" if b is not None else config_a
+    label_b = f"{b.name}:{config_b}" if b is not None else config_b
     (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
     trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
+    own = _profile_comparisons([a] if b is None else [a, b], config_a, config_b)
     try:
         return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
                                strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
-                               judge_b=judge_b, judge_trusted=trusted, profiles=profiles)
+                               judge_b=judge_b, judge_trusted=trusted, profiles=own)
     except ChunkerMismatch as exc:
-        raise InputError.one(where, None, "versions.chunking", str(exc)) from None
+        raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
 
 
 def _profile_comparisons(folders: list[Path], config_a: str, config_b: str) -> dict[str, Any]:

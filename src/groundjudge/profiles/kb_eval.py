@@ -606,7 +606,8 @@ def case_outcomes(report: Mapping[str, Any]) -> CaseOutcomes | None:
         return None
     def found(rank: Any, side: str) -> str:
         return f"at rank {rank} in {side}" if rank is not None else f"not in {side}'s top 10"
-    rows = [q for q in report["per_query"] if isinstance(q, Mapping) and isinstance(q.get("kind"), str)]
+    rows = [q for q in report["per_query"]
+            if isinstance(q, Mapping) and isinstance(q.get("kind"), str) and isinstance(q.get("query_id"), str)]
     mode = (report.get("deltas") or {}).get("chunker_version_match")
     how = "matched by doc_id + span overlap" if mode == "fallback_doc_span" else "matched by chunk id"
     return CaseOutcomes(

@@ -36,8 +36,8 @@ from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 from groundjudge.profiles.registry import CaseOutcomes
 
-__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "judge_values", "paired_permutation_p",
-           "profile_agreement", "render_compare_markdown"]
+__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "configs_agreement", "judge_values",
+           "paired_permutation_p", "profile_agreement", "render_agreement_markdown", "render_compare_markdown"]
 
 
 # retrieval metrics that match chunks by id (meaningless across chunker versions)
@@ -129,6 +129,34 @@ def profile_agreement(name: str, own: CaseOutcomes, outcomes: Mapping[str, str],
     }
 
 
+def _paired_cases(side_a: Mapping[str, Any], side_b: Mapping[str, Any], chunking: tuple[set[str], set[str]],
+                  ) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, dict[str, Any]], bool]:
+    """The cases both sides define, each side's values of them (copies), and whether the
+    chunker versions differ; when they do, the metrics that match chunks by id are left out."""
+    versions_a, versions_b = chunking
+    differ = bool(versions_a and versions_b and versions_a != versions_b)
+    cases = [c for c in side_a["per_case"] if c in side_b["per_case"]]
+    per_a = {c: dict(side_a["per_case"][c]) for c in cases}
+    per_b = {c: dict(side_b["per_case"][c]) for c in cases}
+    if differ:
+        # Chunk ids of one chunker mean nothing to the other: compare retrieval on the
+        # span-matched metrics only, and drop the id-matched ones from both sides.
+        for per in (per_a, per_b):
+            for values in per.values():
+                for name in [m for m in values if m.split("@")[0] in ID_MATCHED]:
+                    del values[name]
+    return cases, per_a, per_b, differ
+
+
+def configs_agreement(side_a: Mapping[str, Any], side_b: Mapping[str, Any], name: str, own: CaseOutcomes,
+                      chunking: tuple[set[str], set[str]] = (set(), set())) -> dict[str, Any]:
+    """:func:`profile_agreement` of two configs (as :func:`compare_configs` takes them), without
+    the rest of the comparison."""
+    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
+    outcomes = {c: _case_outcome(per_a[c], per_b[c]) for c in cases}
+    return profile_agreement(name, own, outcomes, per_a, per_b, differ)
+
+
 def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, label_a: str, label_b: str,
                     chunking: tuple[set[str], set[str]] = (set(), set()),
                     strict_chunker_version: bool = False, seed: int = 0,
@@ -142,21 +170,11 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
     ``profiles``: a profile's own per-case outcomes for these two configs, by profile name
     (:func:`profile_agreement`)."""
     versions_a, versions_b = chunking
-    differ = bool(versions_a and versions_b and versions_a != versions_b)
+    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
     if differ and strict_chunker_version:
         raise ChunkerMismatch(f"chunker versions differ ({sorted(versions_a)} vs {sorted(versions_b)}) and "
                               "--strict-chunker-version is set")
     mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"
-    cases = [c for c in side_a["per_case"] if c in side_b["per_case"]]
-    per_a = {c: dict(side_a["per_case"][c]) for c in cases}
-    per_b = {c: dict(side_b["per_case"][c]) for c in cases}
-    if differ:
-        # Chunk ids of one chunker mean nothing to the other: compare retrieval on the
-        # span-matched metrics only, and drop the id-matched ones from both sides.
-        for per in (per_a, per_b):
-            for values in per.values():
-                for name in [m for m in values if m.split("@")[0] in ID_MATCHED]:
-                    del values[name]
     metrics: dict[str, Any] = {}
     names = sorted({m for c in cases for m in per_a[c]} & {m for c in cases for m in per_b[c]})
     judge_a, judge_b = judge_a or {}, judge_b or {}
