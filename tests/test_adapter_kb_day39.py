@@ -93,6 +93,52 @@ def test_kb_eval_looks_like():
     assert not kb_eval.looks_like(["not", "a", "dict"], "gold")  # type: ignore[arg-type]
 
 
+def test_kb_eval_database_runs_convert_to_native_traces_one_config_each(tmp_path):
+    # The seed's storage: eval_runs + eval_query_results of kb-eval's SQLite database.
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = seed_database(tmp_path)
+    cases, traces = kb_eval.to_native(golden, [db])
+    assert list(cases) == ["q1", "q2", "q3", "q4", "q5", "q6"]  # the seed's golden YAML
+    assert cases["q4"].expected_behavior == "abstain" and cases["q1"].model_extra["lang"] == "en"
+    assert list(traces) == ["run_a", "run_b", "run_c"]
+    q6 = traces["run_b"]["q6"][0]
+    assert q6.error == "retriever timed out" and q6.latency_ms == {"end_to_end": 30000.0}  # elapsed_ms
+    assert traces["run_c"]["q1"][0].versions == {"chunking": "md-heading-v2"}  # from config_snapshot_json
+    _, one = kb_eval.to_native(golden, [f"{db}#run_c", f"{db}#run_a"])
+    assert list(one) == ["run_c", "run_a"]
+
+
+def test_kb_eval_database_is_detected_as_kb_eval_traces(tmp_path):
+    # The seed's golden set is YAML (no first record to look at): its traces decide.
+    from groundjudge.load.adapters import detect_format
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = seed_database(tmp_path)
+    assert detect_format(golden, [db]) == "kb-eval"
+    assert detect_format(golden, [f"{db}#run_b"]) == "kb-eval"
+    assert kb_eval.claims_file(db, "trace") and not kb_eval.claims_file(db, "gold")
+    assert not kb_eval.claims_file(KB / "results_a.jsonl", "trace")
+
+
+def test_kb_eval_reads_the_runner_s_names_for_answer_text_and_time(tmp_path):
+    # kb-eval's Answer carries its text as `answer`, and the runner times a query as `elapsed_ms`.
+    row = {"query_id": "q1", "chunker_version": "v1", "hits_top_k": [], "elapsed_ms": 1842,
+           "answer": {"answer": "heading boundary first [#1]", "citations": ["c1"], "grounded": True}}
+    run = kb_eval.read_run(write_jsonl(tmp_path / "run.jsonl", row))
+    result = run.results["q1"]
+    assert result.answer.text == "heading boundary first [#1]" and result.latency_ms == 1842
+
+
+def test_kb_eval_a_database_with_several_runs_is_not_one_run(tmp_path):
+    from tests.support.kb_eval_seed import seed_database
+
+    _, db = seed_database(tmp_path)
+    with pytest.raises(InputError, match=r"holds 3 runs \('run_a', 'run_b', 'run_c'\); name one as .*#RUN_ID"):
+        kb_eval.read_run(db)
+    assert kb_eval.read_run(f"{db}#run_b").run_id == "run_b"
+
+
 def test_kb_eval_golden_without_expected_doc_ids_names_file_line_field(tmp_path):
     path = write_jsonl(tmp_path / "golden.jsonl",
                        {"id": "q1", "query": "a", "expected_doc_ids": ["d"]},

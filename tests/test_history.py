@@ -283,3 +283,14 @@ def test_pack_report_packs_what_pack_of_the_copied_values_packs():
     doc = NS(per_config={"cfg": NS(per_case=rows), "other": NS(per_case={"a": {"recall@5": 0.75}})},
              judge=NS(per_config={"cfg": NS(cases=cases)}, criteria=criteria))
     assert pack_report(doc) == pack(per_case_values(doc))  # type: ignore[arg-type]
+
+
+def test_a_trace_input_naming_one_run_of_a_database_is_hashed_with_its_run(tmp_path):
+    # `--traces kb.sqlite#run_a`: the database file and the run's name; another run hashes apart.
+    from groundjudge.history.summary import file_hash
+
+    db = tmp_path / "kb.sqlite"
+    db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84)
+    a, b = file_hash([Path(f"{db}#run_a")]), file_hash([Path(f"{db}#run_b")])
+    assert a and b and a != b and a != file_hash([db])
+    assert file_hash([Path(f"{db}#run_a")]) == a

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
 
+from groundjudge.errors import InputError
 from groundjudge.load.adapters.kb_eval import KbGoldenQuery, KbHit, KbResult, KbRun, read_golden, read_run
 from groundjudge.profiles.kb_eval import (
     ChunkerVersionMismatch,
+    KbEvalSettings,
     aggregate,
+    citation_coverage_reason,
     compare_runs,
+    from_files,
     render_markdown,
     report,
     round4,
@@ -60,7 +66,8 @@ def test_worked_example_three_queries_ranked_1_4_and_miss():
 
 def test_example_run_a_aggregate():
     g = read_golden(EXAMPLE / "golden.jsonl")
-    agg = report(g, read_run(EXAMPLE / "results_a.jsonl", g))["aggregate_json"]
+    store = {"leave#v1-02", "errors#v1-04", "remote#v1-03", "webhooks#v1-02"}  # kb-eval's chunks table
+    agg = report(g, read_run(EXAMPLE / "results_a.jsonl", g), known_chunk_ids=store)["aggregate_json"]
     assert agg == {
         "hit_at_k": {"1": 0.2, "3": 0.6, "5": 0.8, "10": 0.8},  # ranks 1, 4, miss, 2, 3 over 5 queries
         "mrr": 0.4167,  # (1 + 1/4 + 0 + 1/2 + 1/3) / 5
@@ -134,18 +141,40 @@ def test_citation_coverage_is_zero_with_a_broken_citation():
     assert aggregate(g, r)["citation_coverage"] == 0.0
 
 
-def test_citation_coverage_checks_the_chunk_catalogue_when_given():
+def test_citation_coverage_checks_the_chunk_store():
+    # The seed: a citation counts when it "resolves to a real chunk in the DB".
     g = golden({"id": "q"})
     r = run({"query_id": "q", "hits_top_k": hits("c"), "answer": answer(citations=["c", "gone"])})
-    assert aggregate(g, r)["citation_coverage"] == 1.0
+    assert aggregate(g, r, known_chunk_ids={"c", "gone"})["citation_coverage"] == 1.0
     assert aggregate(g, r, known_chunk_ids={"c"})["citation_coverage"] == 0.0
+
+
+def test_citation_coverage_without_a_chunk_store_is_null_with_the_reason():
+    # Whether "c" is a real chunk only the store can say: no rate over a guess.
+    g = golden({"id": "q1"}, {"id": "q2"})
+    r = run({"query_id": "q1", "hits_top_k": hits("c"), "answer": answer(citations=["c"])},
+            {"query_id": "q2", "hits_top_k": [], "answer": answer()})
+    assert aggregate(g, r)["citation_coverage"] is None
+    reason = citation_coverage_reason(r, None)
+    assert "run 'a'" in reason and "(q1)" in reason and "--corpus" in reason
+    assert citation_coverage_reason(r, {"c"}) is None
+
+
+def test_citation_coverage_is_decided_without_a_store_when_no_answer_needs_one():
+    # A citation the run resolved to nothing never resolves; an answer without citations has
+    # nothing unresolved: neither needs the store.
+    g = golden({"id": "q1"}, {"id": "q2"})
+    r = run({"query_id": "q1", "hits_top_k": [], "answer": answer(citations=[{"citation": "[#7]", "chunk_id": None}])},
+            {"query_id": "q2", "hits_top_k": [], "answer": answer()})
+    assert aggregate(g, r)["citation_coverage"] == 0.5
+    assert citation_coverage_reason(r, None) is None
 
 
 def test_citation_coverage_counts_only_grounded_answers():
     g = golden({"id": "q1"}, {"id": "q2"})
     r = run({"query_id": "q1", "hits_top_k": [], "answer": answer(grounded=False, citations=[{"citation": "[#1]"}])},
             {"query_id": "q2", "hits_top_k": hits("c"), "answer": answer(citations=["c"])})
-    assert aggregate(g, r)["citation_coverage"] == 1.0
+    assert aggregate(g, r, known_chunk_ids={"c"})["citation_coverage"] == 1.0
     only_refusals = run({"query_id": "q1", "hits_top_k": [], "answer": answer(grounded=False)})
     assert aggregate(g, only_refusals)["citation_coverage"] is None
 
@@ -158,12 +187,14 @@ def test_citation_coverage_counts_a_grounded_answer_without_citations_as_covered
 
 def test_groundedness_is_false_when_a_forbidden_string_appears():
     g = golden({"id": "q", "must_contain": ["12 days"], "forbidden": ["20 days"]})
-    good = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get 12 DAYS of leave.")})
+    good = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get 12 days of leave.")})
     bad = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get 12 days, or 20 days later.")})
     missing = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get two weeks.")})
-    assert aggregate(g, good)["groundedness"] == 1.0  # case-insensitive
+    shouted = run({"query_id": "q", "hits_top_k": [], "answer": answer("You get 12 DAYS of leave.")})
+    assert aggregate(g, good)["groundedness"] == 1.0
     assert aggregate(g, bad)["groundedness"] == 0.0
     assert aggregate(g, missing)["groundedness"] == 0.0
+    assert aggregate(g, shouted)["groundedness"] == 0.0  # the string must appear as written, as kb-eval tests it
 
 
 def test_groundedness_denominator_excludes_errors_and_runs_without_answers():
@@ -192,13 +223,15 @@ def test_refusal_correctness_is_one_when_every_should_refuse_query_was_refused()
     assert aggregate(g, r)["refusal_correctness"] == 1.0  # "a" should answer: not in the denominator
 
 
-def test_refusal_correctness_counts_a_grounded_answer_or_an_error_as_not_refused():
+def test_refusal_correctness_counts_a_grounded_answer_or_no_answer_as_not_refused():
+    # The seed: refused means Answer.grounded == false; a query without an answer did not refuse.
     g = golden({"id": "r1", "expected_doc_ids": []}, {"id": "r2", "expected_doc_ids": []},
-               {"id": "r3", "expected_doc_ids": []})
+               {"id": "r3", "expected_doc_ids": []}, {"id": "r4", "expected_doc_ids": []})
     r = run({"query_id": "r1", "hits_top_k": [], "answer": answer(grounded=False)},
             {"query_id": "r2", "hits_top_k": [], "answer": answer("made up", grounded=True)},
-            {"query_id": "r3", "hits_top_k": [], "error": "llm unavailable"})
-    assert aggregate(g, r)["refusal_correctness"] == 0.3333
+            {"query_id": "r3", "hits_top_k": [], "error": "llm unavailable"},
+            {"query_id": "r4", "hits_top_k": [], "error": "search timed out", "answer": answer(grounded=False)})
+    assert aggregate(g, r)["refusal_correctness"] == 0.5  # r1 and r4 refused
 
 
 def test_empty_denominators_are_null_in_json():
@@ -332,3 +365,172 @@ def test_markdown_of_one_run_shows_null():
     g = golden({"id": "q", "expected_doc_ids": []})
     text = render_markdown(report(g, run({"query_id": "q", "hits_top_k": []})))
     assert "| mrr | null |" in text
+
+
+# --- the seed's storage and its own report, against a reference scorer --------------------------
+# The golden set, the runs and the database are written from the seed's text
+# (tests/support/kb_eval_seed.py); the reference scorer is written from its definitions alone
+# (tests/support/kb_eval_reference.py). groundjudge's numbers must equal the reference's.
+
+AGGREGATE_FIELDS = ["hit_at_k", "mrr", "recall_at_k_doc", "citation_coverage", "groundedness", "empty_result_rate",
+                    "refusal_correctness", "total_queries", "failed_queries"]  # the seed's AggregateMetrics
+
+
+def seed_golden() -> dict[str, dict[str, Any]]:
+    import yaml
+
+    from tests.support.kb_eval_seed import GOLDEN_YAML
+
+    return {q["id"]: q for q in yaml.safe_load(GOLDEN_YAML)}
+
+
+def seed_store() -> set[str]:
+    from tests.support.kb_eval_seed import CHUNKS
+
+    return {chunk_id for chunk_id, _ in CHUNKS}
+
+
+def without_notes(report: dict[str, Any]) -> dict[str, Any]:
+    # `note` is free text ("may explain known causes"): compared on its own below
+    return {**report, "per_query": [{k: v for k, v in q.items() if k != "note"} for q in report["per_query"]]}
+
+
+def test_seed_compare_of_two_runs_in_its_database_equals_the_reference(tmp_path):
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import RUN_A, RUN_B, seed_database, stored_aggregate
+
+    golden, db = seed_database(tmp_path)
+    result = from_files(golden, [f"{db}#run_a", f"{db}#run_b"])
+    expected = ref.compare(seed_golden(), RUN_A, RUN_B, seed_store())
+    assert without_notes(result.report) == expected
+    # the seed's CompareReport, exactly: no field more, no field less
+    assert list(result.report) == ["run_a", "run_b", "aggregate_a", "aggregate_b", "deltas", "per_query"]
+    assert list(result.report["aggregate_a"]) == AGGREGATE_FIELDS
+    assert all(list(q) == ["query_id", "kind", "a_hit_rank", "b_hit_rank", "note"] for q in result.report["per_query"])
+    assert result.report["deltas"]["chunker_version_match"] == "exact"
+    # the seed's synthetic ranks: every kind once, the should-refuse q4 not ranked
+    assert {q["query_id"]: q["kind"] for q in result.report["per_query"]} == {
+        "q1": "Draw", "q2": "Win", "q3": "Win", "q5": "Loss", "q6": "Regression"}
+    # its numbers, from the seed's own cases: ranks 1, 4, miss, 2, 1; a broken citation; a forbidden string
+    agg_a = result.report["aggregate_a"]
+    assert agg_a["hit_at_k"] == {"1": 0.4, "3": 0.6, "5": 0.8, "10": 0.8} and agg_a["mrr"] == 0.55
+    assert agg_a["citation_coverage"] == 0.75  # q6 cites c-eval-99, in no chunks table
+    assert agg_a["groundedness"] == 0.6667  # q3 misses "refuse", q5 says "Postgres"
+    assert agg_a["refusal_correctness"] == 1.0 and result.report["aggregate_b"]["refusal_correctness"] == 0.0
+    # store_aggregate: eval_runs.aggregate_json of both runs, as the reference computes them; run_c untouched
+    assert stored_aggregate(db, "run_a") == ref.aggregate(seed_golden(), RUN_A["results"], seed_store())
+    assert stored_aggregate(db, "run_b") == ref.aggregate(seed_golden(), RUN_B["results"], seed_store())
+    assert stored_aggregate(db, "run_c") == {}
+    assert result.notes == (f"aggregate_json written back to 2 run(s) of {db}",)
+
+
+def test_seed_compare_across_chunker_versions_falls_back_as_the_reference_does(tmp_path):
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import RUN_A, RUN_C, seed_database
+
+    golden, db = seed_database(tmp_path)
+    result = from_files(golden, [f"{db}#run_a", f"{db}#run_c"])
+    assert without_notes(result.report) == ref.compare(seed_golden(), RUN_A, RUN_C, seed_store())
+    assert result.report["deltas"]["chunker_version_match"] == "fallback_doc_span"
+    kinds = {q["query_id"]: (q["kind"], q["a_hit_rank"], q["b_hit_rank"]) for q in result.report["per_query"]}
+    assert kinds == {"q1": ("Loss", 1, 2), "q2": ("Win", 4, 1), "q3": ("Draw", None, None), "q5": ("Win", 2, 1),
+                     "q6": ("Loss", 1, 2)}  # q2 at exactly 50% of c-rag-4's span; q6's first v2 chunk at 0%
+    assert all("md-heading-v1 -> md-heading-v2" in q["note"] for q in result.report["per_query"] if q["kind"] != "Draw")
+
+
+def test_seed_strict_chunker_version_refuses_as_the_reference_does(tmp_path):
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import RUN_A, RUN_B, RUN_C, seed_database, stored_aggregate
+
+    golden, db = seed_database(tmp_path)
+    strict = KbEvalSettings(strict_chunker_version=True)
+    with pytest.raises(ref.StrictRefusal):
+        ref.compare(seed_golden(), RUN_A, RUN_C, seed_store(), strict=True)
+    with pytest.raises(InputError) as err:
+        from_files(golden, [f"{db}#run_a", f"{db}#run_c"], settings=strict)
+    assert str(err.value).startswith(f"{db}#run_c: chunker_version: run 'run_a' was chunked with 'md-heading-v1' "
+                                     "and run 'run_c' with 'md-heading-v2'")
+    assert stored_aggregate(db, "run_a") == {}  # refused before anything was written
+    same = from_files(golden, [f"{db}#run_a", f"{db}#run_b"], settings=strict)
+    assert without_notes(same.report) == ref.compare(seed_golden(), RUN_A, RUN_B, seed_store(), strict=True)
+
+
+def test_seed_every_run_of_the_database_is_scored_and_stored(tmp_path):
+    # "lets us re-compute metrics over historical runs as formulas evolve"
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import RUN_A, RUN_B, RUN_C, seed_database, stored_aggregate
+
+    golden, db = seed_database(tmp_path)
+    result = from_files(golden, [db])
+    runs = {r["run_id"]: r["aggregate_json"] for r in result.report["runs"]}
+    for run in (RUN_A, RUN_B, RUN_C):
+        assert runs[run["run_id"]] == ref.aggregate(seed_golden(), run["results"], seed_store())
+        assert stored_aggregate(db, run["run_id"]) == runs[run["run_id"]]
+
+
+def test_seed_citation_to_a_chunk_that_does_not_exist_gives_zero(tmp_path):
+    # The seed's unit test "citation_coverage with broken citation marks 0.0", in its database.
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import GOLDEN_YAML, make_database, stored_aggregate
+
+    golden = tmp_path / "golden_queries.yaml"
+    golden.write_text(GOLDEN_YAML)
+    run = {"run_id": "r1", "chunker_version": "md-heading-v1", "created_at": "2026-05-01T00:00:00Z", "results": [
+        {"query_id": "q1", "hits_top_k": [{"chunk_id": "c-md-1", "doc_id": "doc-md"}],
+         "answer": {"text": "heading boundary [#1]", "citations": [{"citation": "[#1]", "chunk_id": "c-md-404"}],
+                    "grounded": True}}]}
+    db = make_database(tmp_path / "kb.sqlite", [run], [("c-md-1", "doc-md")])
+    result = from_files(golden, [db])
+    assert result.report["aggregate_json"]["citation_coverage"] == 0.0
+    assert ref.aggregate(seed_golden(), run["results"], {"c-md-1"})["citation_coverage"] == 0.0
+    assert stored_aggregate(db, "r1")["citation_coverage"] == 0.0
+    # the same run as a results file: the chunk store is then the corpus given beside it
+    results = tmp_path / "r1.jsonl"
+    results.write_text(json.dumps({**run["results"][0], "chunker_version": "md-heading-v1"}) + "\n")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"chunk_id": "c-md-1", "doc_id": "doc-md", "text": "heading boundary"}) + "\n")
+    assert from_files(golden, [results], corpus=corpus).report["aggregate_json"]["citation_coverage"] == 0.0
+    without_store = from_files(golden, [results])
+    assert without_store.report["aggregate_json"]["citation_coverage"] is None
+    assert "no store was given" in without_store.notes[0] and "(q1)" in without_store.notes[0]
+    assert "citation_coverage of run 'r1' is null" in without_store.markdown
+
+
+def test_seed_empty_denominators_are_stored_as_null(tmp_path):
+    # The seed's unit test "NaN metrics (zero denominator) serialize as null in JSON".
+    from tests.support.kb_eval_seed import GOLDEN_YAML, make_database
+
+    golden = tmp_path / "golden_queries.yaml"
+    golden.write_text(GOLDEN_YAML)
+    run = {"run_id": "search-only", "chunker_version": "md-heading-v1", "created_at": "2026-05-01T00:00:00Z",
+           "results": [{"query_id": "q1", "hits_top_k": [{"chunk_id": "c-md-1", "doc_id": "doc-md"}]}]}
+    db = make_database(tmp_path / "kb.sqlite", [run], [("c-md-1", "doc-md")])
+    from_files(golden, [db])
+    with closing(sqlite3.connect(db)) as conn:
+        (text,) = conn.execute("SELECT aggregate_json FROM eval_runs").fetchone()
+    assert '"citation_coverage":null' in text and '"groundedness":null' in text
+    assert '"refusal_correctness":null' in text and '"mrr":1.0' in text
+
+
+def test_seed_compute_twice_gives_identical_aggregates(tmp_path):
+    # The seed's determinism test: compute_aggregate twice, identical AggregateMetrics.
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = seed_database(tmp_path)
+    first = from_files(golden, [f"{db}#run_a", f"{db}#run_b"])
+    with closing(sqlite3.connect(db)) as conn:
+        stored = list(conn.execute("SELECT run_id, aggregate_json FROM eval_runs ORDER BY run_id"))
+    second = from_files(golden, [f"{db}#run_a", f"{db}#run_b"])
+    with closing(sqlite3.connect(db)) as conn:
+        assert list(conn.execute("SELECT run_id, aggregate_json FROM eval_runs ORDER BY run_id")) == stored
+    assert json.dumps(first.report) == json.dumps(second.report)
+
+
+def test_seed_write_back_can_be_turned_off(tmp_path):
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = seed_database(tmp_path)
+    before = db.read_bytes()
+    result = from_files(golden, [f"{db}#run_a", f"{db}#run_b"], settings=KbEvalSettings(keep_aggregate_json=True))
+    assert db.read_bytes() == before
+    assert result.notes == ()

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -186,3 +187,174 @@ def test_a_live_file_that_shares_no_question_with_the_gold_is_an_input_error(tmp
     own = json.loads((tmp_path / "out" / "profile-wfgy-chunking.json").read_text())
     assert again.exit_code == 1 and own["recall@5_vs_live"]["passed"] is True
     assert next(g for g in own["gates"] if g["gate"] == "recall@5_drop_points")["status"] == "pass"
+
+
+# --- kb-eval from its own database (seed 002) --------------------------------------------------------
+
+def _kb_metrics(tmp_path: Path, *args: str) -> tuple[Any, Path, Path]:
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = (tmp_path / "golden_queries.yaml", tmp_path / "kb.sqlite") if (tmp_path / "kb.sqlite").exists() \
+        else seed_database(tmp_path)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["metrics", "--profile", "kb-eval", "--golden", str(golden),
+                                       *[a.replace("DB", str(db)) for a in args], "--out", str(out), "--quiet"])
+    return result, db, out
+
+
+def test_kb_eval_database_runs_are_scored_and_aggregate_json_written_back(tmp_path):
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import RUN_A, RUN_B, stored_aggregate
+    import yaml
+    from tests.support.kb_eval_seed import CHUNKS, GOLDEN_YAML
+
+    result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_b")
+    assert result.exit_code == 0, result.output
+    golden = {q["id"]: q for q in yaml.safe_load(GOLDEN_YAML)}
+    store = {c for c, _ in CHUNKS}
+    expected = ref.compare(golden, RUN_A, RUN_B, store)
+    own = json.loads((out / "profile-kb-eval.json").read_text())
+    assert {k: v for k, v in own.items() if k != "per_query"} == {k: v for k, v in expected.items() if k != "per_query"}
+    assert [{k: q[k] for k in ("query_id", "kind", "a_hit_rank", "b_hit_rank")} for q in own["per_query"]] == \
+        expected["per_query"]
+    assert stored_aggregate(db, "run_a") == expected["aggregate_a"]
+    assert stored_aggregate(db, "run_b") == expected["aggregate_b"]
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["configs"] == ["run_a", "run_b"]  # the native half reads the same two runs
+    assert doc["profile"]["notes"] == [f"aggregate_json written back to 2 run(s) of {db}"]
+
+
+def test_kb_eval_strict_chunker_version_on_the_command_line(tmp_path):
+    from tests.support.kb_eval_seed import stored_aggregate
+
+    result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_c", "--strict-chunker-version")
+    assert result.exit_code == 2
+    (line,) = [line for line in result.output.splitlines() if "chunker_version" in line]
+    assert "run 'run_a' was chunked with 'md-heading-v1' and run 'run_c' with 'md-heading-v2'" in line
+    assert "--strict-chunker-version" in line
+    assert not out.exists() and stored_aggregate(db, "run_a") == {}  # nothing written anywhere
+
+
+def test_kb_eval_keep_aggregate_json_leaves_the_database_as_it_was(tmp_path):
+    from tests.support.kb_eval_seed import seed_database
+
+    _, db = seed_database(tmp_path)
+    before = db.read_bytes()
+    result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--keep-aggregate-json")
+    assert result.exit_code == 0, result.output
+    assert db.read_bytes() == before
+    assert json.loads((out / "profile-kb-eval.json").read_text())["aggregate_json"]["citation_coverage"] == 0.75
+
+
+def test_a_kb_eval_setting_for_another_profile_is_refused(tmp_path):
+    golden, traces, _ = SYSTEMS["wfgy"]
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(golden), "--traces",
+                                       str(traces[0]), "--strict-chunker-version", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "--strict-chunker-version: a setting of the kb-eval profile: add --profile kb-eval" in result.output
+
+
+def test_kb_eval_knobs_from_the_profile_table_of_the_config_file(tmp_path):
+    from tests.support.kb_eval_seed import seed_database
+
+    golden, db = seed_database(tmp_path)
+    config = tmp_path / "groundjudge.toml"
+    config.write_text(f'[inputs]\ngolden = "golden_queries.yaml"\ntraces = ["kb.sqlite#run_a", "kb.sqlite#run_c"]\n\n'
+                      '[profile.kb-eval]\nstrict_chunker_version = true\nkeep_aggregate_json = true\n')
+    before = db.read_bytes()
+    refused = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "kb-eval",
+                                        "--out", str(tmp_path / "o")])
+    assert refused.exit_code == 2 and "'md-heading-v1' and run 'run_c' with 'md-heading-v2'" in refused.output
+    config.write_text(config.read_text().replace("run_c", "run_b"))
+    same = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "kb-eval", "--quiet",
+                                     "--out", str(tmp_path / "o")])
+    assert same.exit_code == 0, same.output
+    assert json.loads((tmp_path / "o" / "profile-kb-eval.json").read_text())["deltas"]["chunker_version_match"] == \
+        "exact"
+    assert db.read_bytes() == before  # keep_aggregate_json
+    config.write_text(config.read_text() + "write_back = false\n")
+    unknown = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "kb-eval",
+                                        "--out", str(tmp_path / "o")])
+    assert unknown.exit_code == 2 and "profile.kb-eval.write_back: unknown setting of the kb-eval profile" in \
+        unknown.output
+
+
+def test_compare_says_where_and_why_kb_eval_and_groundjudge_part(tmp_path):
+    """groundjudge compare and kb-eval's own compare decide a query by different rules; every
+    query they decide differently is listed with both outcomes and what each looked at."""
+    result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_c")
+    assert result.exit_code == 0, result.output
+    compared = CliRunner().invoke(main, ["compare", str(out), "--out", str(tmp_path / "cmp")])
+    assert compared.exit_code == 0, compared.output
+    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    own = {q["query_id"]: q for q in json.loads((out / "profile-kb-eval.json").read_text())["per_query"]}
+    (agreement,) = doc["profile_agreement"]
+    assert agreement["profile"] == "kb-eval" and agreement["configs"] == ["run_a", "run_c"]
+    differ = {row["case_id"]: row for row in agreement["differ"]}
+    for case, q in own.items():
+        gj = doc["per_case"][case]
+        if q["kind"].lower() == gj:
+            assert case not in differ
+        else:  # both outcomes, and why: the ranks kb-eval saw, the checks groundjudge counted
+            assert differ[case]["kb-eval"] == q["kind"].lower() and differ[case]["groundjudge"] == gj
+            assert "first correct chunk" in differ[case]["why"] and "A fails" in differ[case]["why"]
+    assert agreement["agree"] + len(differ) == agreement["compared"] == len(own)
+    # q1, q2, q6: kb-eval sees the first correct chunk move (a Loss, a Win, a Loss), while each
+    # answer keeps the checks it passed: a draw for groundjudge. q5 is a win for both, for two
+    # reasons: the chunk moved up (kb-eval), run_a's answer said a forbidden string (groundjudge).
+    assert set(differ) == {"q1", "q2", "q6"}
+    assert differ["q2"]["why"].startswith("kb-eval says win: first correct chunk at rank 4 in A, at rank 1 in B "
+                                          "(matched by doc_id + span overlap). groundjudge says draw: A fails ")
+    assert doc["per_case"]["q5"] == "win" and own["q5"]["kind"] == "Win"
+    assert agreement["only_groundjudge"] == ["q4"]  # a should-refuse query has no chunk for kb-eval to rank
+    text = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "## Per case: `kb-eval`'s own comparison beside groundjudge's" in text
+    report = (out / "report.md").read_text()  # the metrics report says the same
+    assert "## Per case: `kb-eval`'s own comparison beside groundjudge's" in report
+    assert json.loads((out / "metrics.json").read_text())["profile"]["agreement"] == agreement
+
+
+def test_run_takes_kb_eval_runs_from_its_database(tmp_path, monkeypatch):
+    """`run --profile kb-eval` on two runs of kb-eval's database: the judge, the history (whose
+    inputs are named FILE#RUN), kb-eval's own report and its comparison beside groundjudge's."""
+    from tests.support.judge_replies import verdict_for_request
+    from tests.support.kb_eval_seed import seed_database, stored_aggregate
+    from tests.support.openai_server import ScriptedOpenAIServer
+
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    golden, db = seed_database(tmp_path)
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--rubric", "grounded_answer", "--profile", "kb-eval", "--golden", str(golden),
+            "--traces", f"{db}#run_a", "--traces", f"{db}#run_c", "--judge-base-url", srv.base_url,
+            "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
+    # kb-eval records no prompt context: no case can go to the judge, so the judge-health gate
+    # of the gated config has no data and fails the run, saying why (issue 24's rule)
+    assert result.exit_code == 1, result.output
+    assert "verdict: FAIL: run_c: judge_error rate" in result.output and srv.call_count == 0
+    assert "profile kb-eval: no gate of its own" in result.output
+    judge = json.loads((tmp_path / "out" / "report.json").read_text())["gates"]["results"]
+    health = next(g for g in judge if g["metric"] == "judge_error_rate")
+    assert health["status"] == "no_data" and "no passages" in health["reason"], health
+    assert (tmp_path / "history.sqlite").exists()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Profile `kb-eval`" in report and "`kb-eval`'s own comparison beside groundjudge's" in report
+    assert stored_aggregate(db, "run_c")["total_queries"] == 6
+
+
+def test_kb_eval_example_agreement_as_docs_profiles_md_states_it(tmp_path):
+    """docs/profiles.md: on the bundled example 2 of 5 queries agree; q2 and q3 are kb-eval wins
+    and groundjudge draws, q5 a kb-eval loss and a groundjudge win (A said a forbidden string)."""
+    golden, traces, _ = SYSTEMS["kb-eval"]
+    result = CliRunner().invoke(main, ["metrics", "--profile", "kb-eval", "--golden", str(golden),
+                                       *sum((["--traces", str(t)] for t in traces), []), "--out", str(tmp_path),
+                                       "--quiet"])
+    assert result.exit_code == 0, result.output
+    agreement = json.loads((tmp_path / "metrics.json").read_text())["profile"]["agreement"]
+    assert (agreement["agree"], agreement["compared"]) == (2, 5)
+    assert {r["case_id"]: (r["kb-eval"], r["groundjudge"]) for r in agreement["differ"]} == {
+        "q2": ("win", "draw"), "q3": ("win", "draw"), "q5": ("loss", "win")}
+    q5 = next(r for r in agreement["differ"] if r["case_id"] == "q5")
+    assert "at rank 2 in A, at rank 3 in B" in q5["why"] and "answer contains a forbidden string" in q5["why"]
+    assert agreement["only_groundjudge"] == ["q4"]

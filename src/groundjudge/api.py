@@ -472,6 +472,11 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
     if profile is not None:
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
+        agreement = _profile_agreement(doc, profile)
+        if agreement is not None:
+            from groundjudge.report.compare import render_agreement_markdown
+
+            text += "\n" + render_agreement_markdown(agreement)
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
     try:
         with together():
@@ -536,7 +541,23 @@ def profile_report(config: Config, name: str) -> Any:
     if found != name:
         raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
                                                          f"{found} files")
-    return run_profile(name, inputs.golden, inputs.traces, inputs.live, profile_settings(config, name))
+    return run_profile(name, inputs.golden, inputs.traces, inputs.live, profile_settings(config, name),
+                       corpus=inputs.corpus)
+
+
+def _profile_agreement(doc: dict[str, Any], profile: Any) -> dict[str, Any] | None:
+    """Where ``profile`` (a profile's result) compared two configs of ``doc`` (metrics.json or
+    report.json content) case by case: its outcomes beside those of ``groundjudge compare`` on
+    the same two configs, and why they differ (see ``report.compare.profile_agreement``)."""
+    from groundjudge.profiles import profile_outcomes
+    from groundjudge.report.compare import configs_agreement
+
+    own = profile_outcomes(profile.name, profile.report)
+    if own is None or any(cfg not in doc.get("per_config", {}) for cfg in own.configs):
+        return None
+    side_a, side_b = (doc["per_config"][cfg] for cfg in own.configs)
+    chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
+    return configs_agreement(side_a, side_b, profile.name, own, chunking)
 
 
 def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:
@@ -546,10 +567,18 @@ def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any
     out_dir = Path(out_dir)
     text = render_markdown(doc)
     if profile is not None:
-        doc = {**doc, "profile": {"name": profile.name, "passed": profile.passed, "report": profile.report}}
+        section = {"name": profile.name, "passed": profile.passed, "report": profile.report,
+                   "notes": list(profile.notes)}
+        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
+        agreement = _profile_agreement(doc, profile)
+        if agreement is not None:
+            from groundjudge.report.compare import render_agreement_markdown
+
+            section["agreement"] = agreement
+            text += "\n" + render_agreement_markdown(agreement)
+        doc = {**doc, "profile": section}
         write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
         write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-        text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
     write_json_atomic(out_dir / "metrics.json", doc)
     write_text_atomic(out_dir / "report.md", text)
 
@@ -704,7 +733,9 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
             strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
     """Compare two runs (or, with ``b`` None, two configs of one run): the deterministic part of
     metrics.json / report.json, which every schema version shares, and the judge's per-case
-    values of report.json files (``report.compare``)."""
+    values of report.json files (``report.compare``). When a run folder holds a profile's own
+    comparison of the same two configs (``profile-<name>.json``), its per-case outcomes are set
+    beside groundjudge's (``profile_agreement``)."""
     from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
 
     doc_a = _load_run_document(a)
@@ -726,9 +757,28 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     label_b = f"{b.name}:{config_b}" if b is not None else config_b
     (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
     trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
+    own = _profile_comparisons([a] if b is None else [a, b], config_a, config_b)
     try:
         return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
                                strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
-                               judge_b=judge_b, judge_trusted=trusted)
+                               judge_b=judge_b, judge_trusted=trusted, profiles=own)
     except ChunkerMismatch as exc:
         raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
+
+
+def _profile_comparisons(folders: list[Path], config_a: str, config_b: str) -> dict[str, Any]:
+    """The profiles' own per-case outcomes for exactly these two configs, from the
+    ``profile-<name>.json`` files of the run folders."""
+    from groundjudge.load.records import json_document
+    from groundjudge.profiles import profile_names, profile_outcomes
+
+    found: dict[str, Any] = {}
+    for folder in dict.fromkeys(folders):
+        for name in profile_names():
+            path = folder / f"profile-{name}.json"
+            if not folder.is_dir() or not path.is_file():
+                continue
+            own = profile_outcomes(name, json_document(path))
+            if own is not None and own.configs == (config_a, config_b):
+                found[name] = own
+    return found

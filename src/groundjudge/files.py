@@ -34,6 +34,19 @@ def _create_beside(path: Path) -> tuple[int, Path]:
     raise FileExistsError(f"could not create a temporary file beside {path}")
 
 
+def file_and_part(path: str | Path) -> tuple[Path, str | None]:
+    """The file an input path names, and the part of it after the last ``#`` when the path
+    itself is no file but the part before ``#`` is (``kb.sqlite#run_a``: one run of a
+    database); otherwise the path whole and None."""
+    path = Path(path)
+    text = str(path)
+    if "#" in text and not path.exists():
+        head, _, part = text.rpartition("#")
+        if part and Path(head).is_file():
+            return Path(head), part
+    return path, None
+
+
 def folder_problem(folder: Path) -> str | None:
     """Why the reports could not be written into ``folder`` (made if missing), or None: a file
     where the folder (or one of its parents) would be, or a folder this process may not write.

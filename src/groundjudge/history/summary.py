@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from groundjudge.files import file_and_part
 from groundjudge.judge.results import MetricValue
 from groundjudge.report.document import ReportDocument
 
@@ -55,15 +56,19 @@ class RunSummary(_Frozen):
 
 
 def file_hash(paths: Iterable[Path]) -> str | None:
-    """sha256 over the bytes of the files in order (None when there are none)."""
+    """sha256 over the bytes of the files in order (None when there are none); a path naming
+    part of a file (``kb.sqlite#run_a``) hashes the file and the part's name."""
     paths = list(paths)
     if not paths:
         return None
     digest = hashlib.sha256()
     for path in paths:
+        path, part = file_and_part(path)
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
+        if part is not None:
+            digest.update(b"#" + part.encode("utf-8"))
     return digest.hexdigest()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from groundjudge.load.adapters import wfgy_chunking as chunking_format
 from groundjudge.profiles.registry import (
+    CaseOutcomes,
     Flag,
     Knob,
     Profile,
@@ -21,6 +22,7 @@ from groundjudge.profiles.registry import (
     get_profile,
     profile_knobs,
     profile_names,
+    profile_outcomes,
     profile_settings,
     register_profile,
     relative_to_config,
@@ -31,6 +33,7 @@ from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 
 __all__ = [
     "BUILT_IN",
+    "CaseOutcomes",
     "Flag",
     "Knob",
     "Profile",
@@ -39,6 +42,7 @@ __all__ = [
     "get_profile",
     "profile_knobs",
     "profile_names",
+    "profile_outcomes",
     "profile_settings",
     "register_profile",
     "relative_to_config",

@@ -12,13 +12,18 @@ empty is None, written ``null``):
 - ``recall_at_k_doc[k]``: share of the query's ``expected_doc_ids`` found among the doc ids of
   the first k hits; mean over the queries with a non-empty ``expected_doc_ids``.
 - ``citation_coverage``: share of grounded RAG answers (an answer, no error, ``grounded``
-  true) whose every citation resolves to a real chunk (it names a ``chunk_id`` and, when a
-  catalogue of known chunk ids is given, that id is in it).
-- ``groundedness``: share of RAG answers (an answer, no error) that contain every
-  ``must_contain`` string and no ``forbidden`` one (case-insensitive, Unicode-normalised).
+  true) whose every citation resolves to a real chunk: it names a ``chunk_id`` and that id is
+  in the chunk store (kb-eval's "a real chunk in the DB": its database's ``chunks`` table, or a
+  corpus file). A citation the run resolved to nothing (``chunk_id`` null) never resolves, and
+  an answer without citations has nothing unresolved. Without a chunk store an answer citing
+  chunk ids cannot be decided, so the rate is None (:func:`citation_coverage_reason` says why)
+  unless every grounded answer is decided without one.
+- ``groundedness``: share of RAG answers (an answer, no error) in which every ``must_contain``
+  string appears and no ``forbidden`` one does, as written (case counts, as in kb-eval).
 - ``empty_result_rate``: share of the run's queries with no hit at all.
 - ``refusal_correctness``: share of the run's "should refuse" queries (empty
-  ``expected_doc_ids``) that the system refused: an answer, no error, ``grounded`` false.
+  ``expected_doc_ids``) that the system refused: its answer has ``grounded`` false (kb-eval's
+  test; a query with no answer was not refused).
 - ``total_queries``: results in the run; ``failed_queries``: results with an ``error``.
 
 Comparison (:func:`compare_runs`) gives the per-metric delta ``b - a`` and, per query with
@@ -39,6 +44,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from groundjudge.load.adapters.kb_eval import (
     FORMAT_NAME,
     KbGoldenQuery,
@@ -47,12 +54,14 @@ from groundjudge.load.adapters.kb_eval import (
     KbRun,
     SourceSpan,
     read_golden,
-    read_run,
+    read_runs,
 )
+from groundjudge.load.adapters.kb_eval_store import chunk_ids as database_chunk_ids
+from groundjudge.load.adapters.kb_eval_store import store_aggregates
+from groundjudge.load.dataset import load_corpus
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.errors import InputError
-from groundjudge.metrics.text import normalize
-from groundjudge.profiles.registry import Profile, ProfileResult
+from groundjudge.profiles.registry import CaseOutcomes, Profile, ProfileResult, ProfileSettings
 
 __all__ = [
     "DEFAULT_KS",
@@ -60,10 +69,13 @@ __all__ = [
     "MRR_CUTOFF",
     "MIN_SPAN_OVERLAP",
     "ChunkerVersionMismatch",
+    "KbEvalSettings",
     "aggregate",
+    "citation_coverage_reason",
     "compare_runs",
     "expected_spans",
     "first_hit_rank",
+    "from_files",
     "render_markdown",
     "report",
     "round4",
@@ -178,16 +190,46 @@ def _check_known(golden: Mapping[str, KbGoldenQuery], run: KbRun) -> None:
         raise ValueError(f"run {run.run_id!r} has results for queries not in the golden set: {', '.join(unknown)}")
 
 
-def _citations_resolve(result: KbResult, known_chunk_ids: Collection[str] | None) -> bool:
+def _citations_resolve(result: KbResult, known_chunk_ids: Collection[str] | None) -> bool | None:
+    """Every citation resolves to a chunk of the store: True, False, or None when only a store
+    could tell (a citation names a chunk id and no store was given)."""
     assert result.answer is not None
-    return all(c.chunk_id is not None and (known_chunk_ids is None or c.chunk_id in known_chunk_ids)
-               for c in result.answer.citations)
+    citations = result.answer.citations
+    if any(c.chunk_id is None for c in citations):
+        return False  # the run itself found no chunk behind it
+    if known_chunk_ids is None:
+        return None if citations else True
+    return all(c.chunk_id in known_chunk_ids for c in citations)
+
+
+def _grounded_answers(run: KbRun) -> list[KbResult]:
+    return [r for r in run.results.values() if r.answer is not None and r.error is None and r.answer.grounded]
+
+
+def _coverage(grounded: Sequence[KbResult], known_chunk_ids: Collection[str] | None) -> float | None:
+    verdicts = [_citations_resolve(r, known_chunk_ids) for r in grounded]
+    if any(v is None for v in verdicts):
+        return None  # undecided answers: a rate over the decided ones would be a guess
+    return _rate(sum(1 for v in verdicts if v), len(verdicts))
+
+
+def citation_coverage_reason(run: KbRun, known_chunk_ids: Collection[str] | None) -> str | None:
+    """Why ``citation_coverage`` of ``run`` is null, or None when it is not (or is null only
+    because the run has no grounded answer, kb-eval's own empty denominator)."""
+    undecided = [r.query_id for r in _grounded_answers(run) if _citations_resolve(r, known_chunk_ids) is None]
+    if not undecided:
+        return None
+    return (f"citation_coverage of run {run.run_id!r} is null: a citation counts only when it resolves to a real "
+            f"chunk of kb-eval's chunk store, and no store was given, so {len(undecided)} grounded "
+            f"answer(s) ({', '.join(undecided[:5])}{', ...' if len(undecided) > 5 else ''}) cannot be decided. "
+            "Read the runs from kb-eval's database (its chunks table is the store) or give the chunks with --corpus")
 
 
 def _grounded_text(query: KbGoldenQuery, text: str) -> bool:
-    haystack = normalize(text)
-    return (all(normalize(s) in haystack for s in query.must_contain)
-            and not any(normalize(s) in haystack for s in query.forbidden if s.strip()))
+    # kb-eval's own test: the strings "appear" in the answer, as written (groundjudge's native
+    # must_contain folds case; this profile reports kb-eval's number). An empty forbidden string
+    # would appear in every answer: it forbids nothing.
+    return all(s in text for s in query.must_contain) and not any(s in text for s in query.forbidden if s)
 
 
 def _aggregate(
@@ -215,19 +257,18 @@ def _aggregate(
                 found = {hit.doc_id for hit in result.hits_top_k[:k]}
                 doc_recall[k].append(len(wanted & found) / len(wanted))
     answered = [r for r in results if r.answer is not None and r.error is None]
-    grounded = [r for r in answered if r.answer.grounded]  # type: ignore[union-attr]
     should_refuse = [r for r in results if golden[r.query_id].should_refuse]
     return {
         "hit_at_k": {str(k): _mean(hits[k]) for k in ks},
         "mrr": _mean(reciprocal),
         "recall_at_k_doc": {str(k): _mean(doc_recall[k]) for k in ks},
-        "citation_coverage": _rate(sum(_citations_resolve(r, known_chunk_ids) for r in grounded), len(grounded)),
+        "citation_coverage": _coverage(_grounded_answers(run), known_chunk_ids),
         "groundedness": _rate(
             sum(_grounded_text(golden[r.query_id], r.answer.text) for r in answered),  # type: ignore[union-attr]
             len(answered)),
         "empty_result_rate": _rate(sum(1 for r in results if not r.hits_top_k), len(results)),
         "refusal_correctness": _rate(
-            sum(1 for r in should_refuse if r.error is None and r.answer is not None and not r.answer.grounded),
+            sum(1 for r in should_refuse if r.answer is not None and not r.answer.grounded),
             len(should_refuse)),
         "total_queries": len(results),
         "failed_queries": sum(1 for r in results if r.error is not None),
@@ -256,8 +297,8 @@ def aggregate(
     ks : sequence of int, keyword-only, default (1, 3, 5, 10)
         Cutoffs of ``hit_at_k`` and ``recall_at_k_doc`` (keys are the k's as strings).
     known_chunk_ids : collection of str, keyword-only, optional
-        The chunk ids that exist (kb-eval's chunk table). Without it, a citation resolves when
-        the run resolved it to a chunk id.
+        The chunk store: the chunk ids that exist (kb-eval's ``chunks`` table). Without it,
+        ``citation_coverage`` is None as soon as one grounded answer cites a chunk id.
 
     Raises
     ------
@@ -352,10 +393,9 @@ def compare_runs(
     """kb-eval's ``CompareReport`` of run b against run a.
 
     Returns ``run_a``, ``run_b``, ``aggregate_a``, ``aggregate_b``, ``deltas`` (``b - a`` per
-    metric, None where either side is None, plus ``chunker_version_match`` and
-    ``chunker_versions``) and ``per_query`` (``query_id``, ``kind``, ``a_hit_rank``,
-    ``b_hit_rank``, ``note``) for each golden query with expected chunks that either run
-    answered, in golden order. A query missing from a run has no hits there.
+    metric, None where either side is None, plus ``chunker_version_match``) and ``per_query``
+    (``query_id``, ``kind``, ``a_hit_rank``, ``b_hit_rank``, ``note``) for each golden query
+    with expected chunks that either run answered, in golden order. A query missing from a run has no hits there.
 
     In ``fallback_doc_span`` mode (chunker versions differ) the chunk-level aggregates (hit@k,
     MRR) of *both* runs use the fallback criterion, so their deltas compare like with like.
@@ -373,7 +413,7 @@ def compare_runs(
         raise ChunkerVersionMismatch(
             f"run {run_a.run_id!r} was chunked with {run_a.chunker_version!r} and run {run_b.run_id!r} with "
             f"{run_b.chunker_version!r}; chunk ids cannot be compared exactly. Re-run with the same chunker, "
-            "or drop strict_chunker_version to match by doc_id + span overlap")
+            "or drop the strict setting to match by doc_id + span overlap")
     mode: MatchMode = "exact" if same_version else "fallback_doc_span"
     if mode == "exact":
         tests = {qid: _exact(q) for qid, q in golden.items()}
@@ -384,8 +424,7 @@ def compare_runs(
             tests[qid] = lambda hit, q=query, s=spans: span_match(hit, q, s)  # type: ignore[misc]
     agg_a = _aggregate(golden, run_a, tests, ks, known_chunk_ids)
     agg_b = _aggregate(golden, run_b, tests, ks, known_chunk_ids)
-    deltas: dict[str, Any] = {"chunker_version_match": mode,
-                              "chunker_versions": {"a": run_a.chunker_version, "b": run_b.chunker_version}}
+    deltas: dict[str, Any] = {"chunker_version_match": mode}
     deltas.update({name: _delta(agg_a[name], agg_b[name]) for name in agg_a})
 
     causes = _known_causes(run_a, run_b)
@@ -449,16 +488,15 @@ def _render_run(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_compare(doc: Mapping[str, Any]) -> str:
+def _render_compare(doc: Mapping[str, Any], versions: tuple[str, str] | None) -> str:
     deltas = doc["deltas"]
-    versions = deltas.get("chunker_versions", {})
+    chunkers = f" (chunker {markdown(versions[0])} -> {markdown(versions[1])})" if versions else ""
     lines = [f"# kb-eval compare: {_cell(doc['run_a'])} -> {_cell(doc['run_b'])}", "",
-             f"Chunk matching: {markdown_code(deltas['chunker_version_match'])} "
-             f"(chunker {markdown(versions.get('a'))} -> {markdown(versions.get('b'))})", "",
+             f"Chunk matching: {markdown_code(deltas['chunker_version_match'])}{chunkers}", "",
              "## Aggregate deltas", "", "| metric | a | b | delta (b - a) |", "|---|---:|---:|---:|"]
     b_rows = dict(_metric_rows(doc["aggregate_b"]))
     d_rows = dict(_metric_rows({k: v for k, v in deltas.items()
-                                if k not in ("chunker_version_match", "chunker_versions")}))
+                                if k != "chunker_version_match"}))
     for name, value in _metric_rows(doc["aggregate_a"]):
         lines.append(f"| {name} | {_cell(value)} | {_cell(b_rows.get(name))} | {_cell(d_rows.get(name))} |")
     counts = {kind: sum(1 for q in doc["per_query"] if q["kind"] == kind)
@@ -474,28 +512,110 @@ def _render_compare(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
-    """Markdown for a :func:`report` (one run) or a :func:`compare_runs` report (two runs).
+def render_markdown(report: Mapping[str, Any], notes: Sequence[str] = (),
+                    chunker_versions: tuple[str, str] | None = None) -> str:
+    """Markdown for a :func:`report` (one run), a :func:`compare_runs` report (two runs, whose
+    ``chunker_versions`` are named when given) or ``{"runs": [report, ...]}``, then ``notes``
+    (why a metric is null, what was written).
 
     A comparison shows the aggregate deltas and a Regressions / Losses / Wins table (draws are
     counted, not listed). For people, not a wire format.
     """
     if "per_query" in report:
-        return _render_compare(report)
-    return _render_run(report)
-
-
-def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
-    """kb-eval's report of one results file, or its comparison of two (the second against the first)."""
-    queries = read_golden(golden)
-    runs = [read_run(path, queries) for path in traces]
-    if len(runs) == 2:
-        result = compare_runs(queries, runs[0], runs[1])
-    elif len(runs) == 1:
-        result = report(queries, runs[0])
+        text = _render_compare(report, chunker_versions)
+    elif "runs" in report:
+        text = "\n".join(_render_run(one) for one in report["runs"])
     else:
-        raise InputError.one(golden, None, "traces", "the kb-eval profile takes one results file, or two to compare")
-    return ProfileResult(FORMAT_NAME, result, render_markdown(result), None)  # kb-eval has no gate
+        text = _render_run(report)
+    if notes:
+        text += "\n## Notes\n\n" + "".join(f"- {markdown(note)}\n" for note in notes)
+    return text
 
 
-PROFILE = Profile(FORMAT_NAME, from_files)
+class KbEvalSettings(ProfileSettings):
+    """The kb-eval profile's knobs: ``[profile.kb-eval]`` in the config file, or the flags."""
+
+    strict_chunker_version: bool = Field(
+        False, description="Refuse to compare two runs chunked with different chunker versions (kb-eval's "
+                           "--strict-chunker-version; default: match chunks by doc_id + span overlap).")
+    keep_aggregate_json: bool = Field(
+        False, description="Leave eval_runs.aggregate_json of runs read from kb-eval's database as it is "
+                           "(default: written back, as kb-eval's metrics step does).")
+
+
+def _chunk_store(runs: Sequence[KbRun], corpus: Path | None) -> frozenset[str] | None:
+    """The chunk ids that exist: the corpus's and the ``chunks`` table of every database read;
+    None when there is neither."""
+    stores: list[frozenset[str]] = []
+    if corpus is not None:
+        stores.append(frozenset(load_corpus(corpus).chunks))
+    for database in dict.fromkeys(r.database for r in runs if r.database is not None):
+        found = database_chunk_ids(database)
+        if found is not None:
+            stores.append(found)
+    return frozenset().union(*stores) if stores else None
+
+
+def _reasons(runs: Sequence[KbRun], store: Collection[str] | None) -> tuple[str, ...]:
+    return tuple(reason for run in runs if (reason := citation_coverage_reason(run, store)) is not None)
+
+
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), *, corpus: Path | None = None,
+               settings: KbEvalSettings | None = None) -> ProfileResult:
+    """kb-eval's report of its runs: one run's aggregate, the comparison of two (the second
+    against the first), or with more runs each one's aggregate. ``traces`` are results files or
+    kb-eval's database (every run in it, or ``kb.sqlite#RUN_ID``); ``corpus`` is a chunk store
+    besides the database's. Runs read from a database get their ``aggregate_json`` written back
+    (unless ``settings.keep_aggregate_json``) once every run has been scored, in one transaction
+    per database."""
+    settings = settings or KbEvalSettings()
+    queries = read_golden(golden)
+    runs = [run for path in traces for run in read_runs(path, queries)]
+    if not runs:
+        raise InputError.one(golden, None, "traces", "the kb-eval profile takes one run, or two to compare")
+    store = _chunk_store(runs, corpus)
+    if len(runs) == 2:
+        try:
+            result = compare_runs(queries, runs[0], runs[1], strict_chunker_version=settings.strict_chunker_version,
+                                  known_chunk_ids=store)
+        except ChunkerVersionMismatch as exc:
+            raise InputError.one(runs[1].source, None, "chunker_version",
+                                 f"{exc} (--strict-chunker-version, or strict_chunker_version = true, is set)"
+                                 ) from None
+    elif len(runs) == 1:
+        result = report(queries, runs[0], known_chunk_ids=store)
+    else:
+        result = {"runs": [report(queries, run, known_chunk_ids=store) for run in runs]}
+    notes = _reasons(runs, store)
+    stored = [run for run in runs if run.database is not None]
+    if stored and not settings.keep_aggregate_json:
+        for database in dict.fromkeys(r.database for r in stored):
+            store_aggregates(database, {r.run_id: aggregate(queries, r, known_chunk_ids=store)  # type: ignore[misc]
+                                        for r in stored if r.database == database})
+        notes += (f"aggregate_json written back to {len(stored)} run(s) of "
+                  f"{', '.join(str(d) for d in dict.fromkeys(r.database for r in stored))}",)
+    versions = (runs[0].chunker_version, runs[1].chunker_version) if len(runs) == 2 else None
+    return ProfileResult(FORMAT_NAME, result, render_markdown(result, notes, versions), None,  # kb-eval has no gate
+                         notes)
+
+
+def case_outcomes(report: Mapping[str, Any]) -> CaseOutcomes | None:
+    """The per-query kinds of a :func:`compare_runs` report (as written in profile-kb-eval.json)
+    in groundjudge compare's words; None for any other report."""
+    if not isinstance(report, Mapping) or not isinstance(report.get("per_query"), list):
+        return None
+    def found(rank: Any, side: str) -> str:
+        return f"at rank {rank} in {side}" if rank is not None else f"not in {side}'s top 10"
+    rows = [q for q in report["per_query"]
+            if isinstance(q, Mapping) and isinstance(q.get("kind"), str) and isinstance(q.get("query_id"), str)]
+    mode = (report.get("deltas") or {}).get("chunker_version_match")
+    how = "matched by doc_id + span overlap" if mode == "fallback_doc_span" else "matched by chunk id"
+    return CaseOutcomes(
+        (str(report.get("run_a")), str(report.get("run_b"))),
+        {str(q["query_id"]): q["kind"].lower() for q in rows},
+        {str(q["query_id"]): f"first correct chunk {found(q.get('a_hit_rank'), 'A')}, "
+                             f"{found(q.get('b_hit_rank'), 'B')} ({how})" for q in rows},
+        "kb-eval ranks the first correct chunk of each run and nothing else")
+
+
+PROFILE = Profile(FORMAT_NAME, from_files, KbEvalSettings, uses_corpus=True, case_outcomes=case_outcomes)

@@ -24,6 +24,7 @@ from groundjudge.load.adapters import format_names
 from groundjudge.errors import InputError, InputProblem
 
 __all__ = [
+    "CaseOutcomes",
     "Flag",
     "Knob",
     "NoSettings",
@@ -34,6 +35,7 @@ __all__ = [
     "get_profile",
     "profile_knobs",
     "profile_names",
+    "profile_outcomes",
     "profile_settings",
     "register_profile",
     "relative_to_config",
@@ -48,6 +50,20 @@ class ProfileResult:
     report: dict[str, Any]
     markdown: str
     passed: bool | None  # the system's own gate verdict; None where it has no gate
+    notes: tuple[str, ...] = ()  # why a metric of its own is null, what it wrote besides the report
+
+
+@dataclass(frozen=True)
+class CaseOutcomes:
+    """A profile's own verdict per case when it compares two runs: the two configs it compared
+    (A, then B), each case's outcome in groundjudge compare's words (``win``, ``loss``,
+    ``draw``, ``regression``), what the profile saw in that case, and its rule in one phrase.
+    ``groundjudge compare`` puts them beside its own outcomes and says why they differ."""
+
+    configs: tuple[str, str]
+    outcomes: Mapping[str, str]
+    seen: Mapping[str, str]
+    rule: str
 
 
 class ProfileSettings(BaseModel):
@@ -131,10 +147,22 @@ class Profile:
     name: str
     from_files: Callable[..., ProfileResult]
     settings: type[ProfileSettings] = NoSettings
+    uses_corpus: bool = False  # from_files also takes the run's corpus file (keyword ``corpus``, or None)
+    # its own per-case outcomes, read from its report (see CaseOutcomes); None: it compares none
+    case_outcomes: Callable[[Mapping[str, Any]], CaseOutcomes | None] | None = None
 
     @property
     def knobs(self) -> tuple[Knob, ...]:
         return _knobs_of(self.name, self.settings)
+
+
+def profile_outcomes(name: str, report: Mapping[str, Any]) -> CaseOutcomes | None:
+    """The per-case outcomes of profile ``name``'s ``report`` (as written in profile-<name>.json),
+    or None: an unknown profile, one that compares nothing per case, a report of one run."""
+    profile = _PROFILES.get(name)
+    if profile is None or profile.case_outcomes is None:
+        return None
+    return profile.case_outcomes(report)
 
 
 _PROFILES: dict[str, Profile] = {}
@@ -240,14 +268,16 @@ def profile_settings(name: str, values: Mapping[str, Any], *, source: str = "com
 
 
 def run_profile(name: str, golden: Path, traces: Sequence[Path], live: Sequence[Path] = (),
-                settings: ProfileSettings | None = None) -> ProfileResult:
+                settings: ProfileSettings | None = None, *, corpus: Path | None = None) -> ProfileResult:
     """The system's own report from files in its own format (``name`` is also the format),
-    with ``settings`` (default: the profile's defaults) when the profile has knobs."""
+    with ``settings`` (default: the profile's defaults) when the profile has knobs, and the
+    run's ``corpus`` file when the profile uses one."""
     if name not in _PROFILES:
         raise InputError.one(golden, None, "profile",
                              f"unknown profile {name!r}; known: {', '.join(_PROFILES)}")
     profile = _PROFILES[name]
     args = (Path(golden), [Path(t) for t in traces], [Path(p) for p in live])
+    extra: dict[str, Any] = {"corpus": Path(corpus) if corpus else None} if profile.uses_corpus else {}
     if not profile.settings.model_fields:
-        return profile.from_files(*args)
-    return profile.from_files(*args, settings=settings if settings is not None else profile.settings())
+        return profile.from_files(*args, **extra)
+    return profile.from_files(*args, settings=settings if settings is not None else profile.settings(), **extra)

@@ -19,6 +19,10 @@ Per case, the deterministic checks decide: ``regression`` (A passed every check,
 When the two sides were chunked differently (``versions.chunking`` differs), chunk ids cannot
 be matched across them; retrieval is then re-scored by matching chunks on document id plus at
 least 50% span overlap, and the report says so. ``strict_chunker_version`` refuses instead.
+
+When a replaced system's profile compared the same two configs (``profile-<name>.json`` of a
+run folder), its own per-case outcomes are set beside these (``profile_agreement``): where they
+agree, and for each case where they differ, what each looked at and why the rules part.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ from typing import Any
 
 from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.inert import markdown, markdown_code
-from groundjudge.metrics.failures import deterministic_failures
+from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
+from groundjudge.profiles.registry import CaseOutcomes
 
-__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "judge_values", "paired_permutation_p",
-           "render_compare_markdown"]
+__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "configs_agreement", "judge_values",
+           "paired_permutation_p", "profile_agreement", "render_agreement_markdown", "render_compare_markdown"]
 
 
 # retrieval metrics that match chunks by id (meaningless across chunker versions)
@@ -91,21 +96,45 @@ def _pairs(per_a: Mapping[str, Mapping[str, Any]], per_b: Mapping[str, Mapping[s
     return [(x, y) for x, y in pairs if x is not None and y is not None]
 
 
-def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, label_a: str, label_b: str,
-                    chunking: tuple[set[str], set[str]] = (set(), set()),
-                    strict_chunker_version: bool = False, seed: int = 0,
-                    judge_a: Mapping[str, Mapping[str, float]] | None = None,
-                    judge_b: Mapping[str, Mapping[str, float]] | None = None,
-                    judge_trusted: Mapping[str, bool] | None = None) -> dict[str, Any]:
-    """``side_a``/``side_b``: ``{"aggregate": ..., "per_case": {case: {metric: value}}}`` of one
-    config each; ``judge_a``/``judge_b``: per case, its judge values (:func:`judge_values`);
-    ``judge_trusted``: judge value name -> whether both runs' judges are trusted for it."""
+def _checks(values: Mapping[str, float | None]) -> str:
+    failed = deterministic_failures(values)
+    return ", ".join(DESCRIPTIONS[m] for m in failed) if failed else "no check"
+
+
+def profile_agreement(name: str, own: CaseOutcomes, outcomes: Mapping[str, str],
+                      per_a: Mapping[str, Mapping[str, float | None]], per_b: Mapping[str, Mapping[str, float | None]],
+                      chunkers_differ: bool) -> dict[str, Any]:
+    """The profile ``name``'s own per-case outcomes (``own``) beside groundjudge's
+    (``outcomes``, decided on ``per_a``/``per_b``): how many agree, and for each case where they
+    differ, both outcomes and why the two rules part there."""
+    ours = ("groundjudge counts the deterministic checks each side fails (a regression: A failed none, B "
+            "fails one; a win: B fails fewer)")
+    if chunkers_differ:
+        ours += "; retrieval matched by chunk id is left out, the chunker versions differ"
+    shared = [c for c in own.outcomes if c in outcomes]
+    differ = []
+    for case in shared:
+        if own.outcomes[case] == outcomes[case]:
+            continue
+        differ.append({"case_id": case, name: own.outcomes[case], "groundjudge": outcomes[case],
+                       "why": f"{name} says {own.outcomes[case]}: {own.seen.get(case, '')}. groundjudge says "
+                              f"{outcomes[case]}: A fails {_checks(per_a[case])}; B fails {_checks(per_b[case])}"})
+    return {
+        "profile": name, "configs": list(own.configs), "compared": len(shared), "agree": len(shared) - len(differ),
+        "rules": {name: own.rule, "groundjudge": ours},
+        "differ": differ,
+        # cases one side decides and the other does not (no expected chunk to rank, no pair of traces)
+        f"only_{name}": sorted(c for c in own.outcomes if c not in outcomes),
+        "only_groundjudge": sorted(c for c in outcomes if c not in own.outcomes),
+    }
+
+
+def _paired_cases(side_a: Mapping[str, Any], side_b: Mapping[str, Any], chunking: tuple[set[str], set[str]],
+                  ) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, dict[str, Any]], bool]:
+    """The cases both sides define, each side's values of them (copies), and whether the
+    chunker versions differ; when they do, the metrics that match chunks by id are left out."""
     versions_a, versions_b = chunking
     differ = bool(versions_a and versions_b and versions_a != versions_b)
-    if differ and strict_chunker_version:
-        raise ChunkerMismatch(f"chunker versions differ ({sorted(versions_a)} vs {sorted(versions_b)}) and "
-                              "--strict-chunker-version is set")
-    mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"
     cases = [c for c in side_a["per_case"] if c in side_b["per_case"]]
     per_a = {c: dict(side_a["per_case"][c]) for c in cases}
     per_b = {c: dict(side_b["per_case"][c]) for c in cases}
@@ -116,6 +145,36 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
             for values in per.values():
                 for name in [m for m in values if m.split("@")[0] in ID_MATCHED]:
                     del values[name]
+    return cases, per_a, per_b, differ
+
+
+def configs_agreement(side_a: Mapping[str, Any], side_b: Mapping[str, Any], name: str, own: CaseOutcomes,
+                      chunking: tuple[set[str], set[str]] = (set(), set())) -> dict[str, Any]:
+    """:func:`profile_agreement` of two configs (as :func:`compare_configs` takes them), without
+    the rest of the comparison."""
+    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
+    outcomes = {c: _case_outcome(per_a[c], per_b[c]) for c in cases}
+    return profile_agreement(name, own, outcomes, per_a, per_b, differ)
+
+
+def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, label_a: str, label_b: str,
+                    chunking: tuple[set[str], set[str]] = (set(), set()),
+                    strict_chunker_version: bool = False, seed: int = 0,
+                    judge_a: Mapping[str, Mapping[str, float]] | None = None,
+                    judge_b: Mapping[str, Mapping[str, float]] | None = None,
+                    judge_trusted: Mapping[str, bool] | None = None,
+                    profiles: Mapping[str, CaseOutcomes] | None = None) -> dict[str, Any]:
+    """``side_a``/``side_b``: ``{"aggregate": ..., "per_case": {case: {metric: value}}}`` of one
+    config each; ``judge_a``/``judge_b``: per case, its judge values (:func:`judge_values`);
+    ``judge_trusted``: judge value name -> whether both runs' judges are trusted for it;
+    ``profiles``: a profile's own per-case outcomes for these two configs, by profile name
+    (:func:`profile_agreement`)."""
+    versions_a, versions_b = chunking
+    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
+    if differ and strict_chunker_version:
+        raise ChunkerMismatch(f"chunker versions differ ({sorted(versions_a)} vs {sorted(versions_b)}) and "
+                              "--strict-chunker-version is set")
+    mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"
     metrics: dict[str, Any] = {}
     names = sorted({m for c in cases for m in per_a[c]} & {m for c in cases for m in per_b[c]})
     judge_a, judge_b = judge_a or {}, judge_b or {}
@@ -134,6 +193,7 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
     outcomes = {c: _case_outcome(per_a[c], per_b[c]) for c in cases}
     counts = {k: sum(1 for v in outcomes.values() if v == k) for k in ("win", "loss", "draw", "regression")}
     regressed = [m for m, row in metrics.items() if row["regressed"]]
+    agreement = [profile_agreement(name, own, outcomes, per_a, per_b, differ) for name, own in (profiles or {}).items()]
     return {
         "a": label_a, "b": label_b, "matching_mode": mode,
         "chunker_versions": {"a": sorted(versions_a), "b": sorted(versions_b)},
@@ -146,6 +206,7 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
         # real changes for the worse; an untrusted judge's are listed apart and fail nothing
         "regressions": [m for m in regressed if not metrics[m]["advisory"]],
         "advisory_regressions": [m for m in regressed if metrics[m]["advisory"]],
+        **({"profile_agreement": agreement} if agreement else {}),
     }
 
 
@@ -190,4 +251,26 @@ def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> s
             else "No metric regressed for real."]
     if advisory:
         out.append("Advisory (judge not trusted): " + ", ".join(map(markdown_code, advisory)))
+    for agreement in result.get("profile_agreement", []):
+        out += ["", render_agreement_markdown(agreement)]
+    return "\n".join(out) + "\n"
+
+
+def render_agreement_markdown(agreement: Mapping[str, Any]) -> str:
+    """A profile's per-case outcomes beside groundjudge's: the count that agree, the two rules,
+    and a row per case where they differ."""
+    name = agreement["profile"]
+    out = [f"## Per case: `{markdown(name)}`'s own comparison beside groundjudge's", "",
+           f"{agreement['agree']} of {agreement['compared']} cases get the same outcome. "
+           f"The rules differ: {markdown(agreement['rules'][name])}; {markdown(agreement['rules']['groundjudge'])}."]
+    if agreement["differ"]:
+        out += ["", f"| case | {markdown(name)} | groundjudge | why they differ |", "|---|---|---|---|"]
+        out += [f"| {markdown(row['case_id'])} | {markdown(row[name])} | {markdown(row['groundjudge'])} | "
+                f"{markdown(row['why'])} |" for row in agreement["differ"]]
+    only_own, only_ours = agreement[f"only_{name}"], agreement["only_groundjudge"]
+    if only_ours:
+        out += ["", f"Compared by groundjudge only ({markdown(name)} has no outcome for them): "
+                + ", ".join(map(markdown_code, only_ours))]
+    if only_own:
+        out += ["", f"Compared by {markdown(name)} only: " + ", ".join(map(markdown_code, only_own))]
     return "\n".join(out) + "\n"

@@ -22,6 +22,10 @@ line; ``run_id`` defaults to the file name without its extension)::
                 "citations": [{"citation": "[#1]", "chunk_id": "c1"}]},
      "error": null, "latency_ms": 840}
 
+A run may also come from kb-eval's SQLite database instead of a results file (``--traces
+kb.sqlite`` for every run in it, ``kb.sqlite#RUN_ID`` for one): see
+:mod:`groundjudge.load.adapters.kb_eval_store`.
+
 ``hits_top_k`` is in rank order (first = rank 1). ``answer`` is null when the run did not
 generate (retrieval only). A citation is a chunk id, or an object whose ``citation`` is the
 reference as written in the answer and whose ``chunk_id`` is the chunk it resolved to (null:
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import AliasChoices, Field, model_serializer, model_validator
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr, Offsets, Trace
 from groundjudge.load.adapters.foreign import (
@@ -47,6 +51,8 @@ from groundjudge.load.adapters.foreign import (
     native_trace,
     read_unique,
 )
+from groundjudge.load.adapters.kb_eval_store import DatabaseRun, is_database, read_runs as read_database_runs
+from groundjudge.load.adapters.kb_eval_store import row_record, split_run
 from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
@@ -65,6 +71,7 @@ __all__ = [
     "looks_like",
     "read_golden",
     "read_run",
+    "read_runs",
     "to_native",
 ]
 
@@ -128,7 +135,8 @@ class KbCitation(ForeignRecord):
 
 
 class KbAnswer(ForeignRecord):
-    text: str = ""
+    # kb-eval's Answer names its text ``answer``; ``text`` is accepted too
+    text: str = Field(default="", validation_alias=AliasChoices("text", "answer"))
     citations: list[KbCitation] = Field(default_factory=list)
     grounded: bool
 
@@ -142,17 +150,26 @@ class KbResult(ForeignRecord):
     hits_top_k: list[KbHit]
     answer: KbAnswer | None = None
     error: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
+    # kb-eval's runner records the wall-clock time as ``elapsed_ms``
+    latency_ms: float | None = Field(default=None, ge=0, validation_alias=AliasChoices("latency_ms", "elapsed_ms"))
 
 
 @dataclass(frozen=True)
 class KbRun:
-    """One kb-eval run: its id, its chunker version and its results by query id (file order)."""
+    """One kb-eval run: its id, its chunker version and its results by query id (file order).
+
+    ``source`` names where it was read (a results file, or ``kb.sqlite#RUN_ID``); ``database``
+    is kb-eval's SQLite file when the run came from one."""
 
     run_id: str
     chunker_version: str
     results: dict[str, KbResult]
     source: str = ""
+    database: Path | None = None
+
+
+# where each result was read: file and line, or database and row (line None)
+Place = tuple[str, int | None]
 
 
 def read_golden(path: str | Path) -> dict[str, KbGoldenQuery]:
@@ -169,46 +186,92 @@ def _read_golden_lines(path: str | Path) -> tuple[dict[str, KbGoldenQuery], dict
     return read_unique(path, KbGoldenQuery, "id", "query id", check=spans_of_expected_chunks)
 
 
-def _read_run_lines(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None) -> tuple[KbRun, dict[str, int]]:
-    path = Path(path)
-    records = read_records(path, KbResult)
-    problems: list[InputProblem] = []
-    first_line, first = records[0]
-    run_id = first.run_id or path.stem
-    version = first.chunker_version
+def _collect(records: Sequence[tuple[Place, KbResult]], run_id: str, version: str,
+             golden: Mapping[str, KbGoldenQuery] | None, problems: list[InputProblem],
+             ) -> tuple[dict[str, KbResult], dict[str, Place]]:
+    """The results of one run by query id; a result of another run or chunker version, for a
+    query the golden set does not have, or repeating a query is a problem."""
+    first_place = records[0][0] if records else ("", None)
+    first = f"line {first_place[1]}" if first_place[1] is not None else "the first row"
     results: dict[str, KbResult] = {}
-    lines: dict[str, int] = {}
-    for line, result in records:
-        if (result.run_id or path.stem) != run_id:
-            problems.append(InputProblem(str(path), line, "run_id",
-                                         f"{result.run_id!r} differs from {run_id!r} on line {first_line}; "
-                                         "put each run in its own file"))
+    places: dict[str, Place] = {}
+    for place, result in records:
+        file, line = place
+        if (result.run_id or run_id) != run_id:
+            problems.append(InputProblem(file, line, "run_id", f"{result.run_id!r} differs from {run_id!r} on "
+                                                               f"{first}; put each run in its own file"))
         if result.chunker_version != version:
-            problems.append(InputProblem(str(path), line, "chunker_version",
-                                         f"{result.chunker_version!r} differs from {version!r} on line {first_line}; "
+            problems.append(InputProblem(file, line, "chunker_version",
+                                         f"{result.chunker_version!r} differs from {version!r} on {first}; "
                                          "one results file holds one run, chunked one way"))
         if golden is not None and result.query_id not in golden:
-            problems.append(InputProblem(str(path), line, "query_id",
+            problems.append(InputProblem(file, line, "query_id",
                                          f"unknown query {result.query_id!r}: not in the golden set"))
         elif result.query_id in results:
-            problems.append(InputProblem(str(path), line, "query_id",
-                                         f"duplicate result for query {result.query_id!r} "
-                                         f"(first on line {lines[result.query_id]})"))
+            earlier = places[result.query_id][1]
+            problems.append(InputProblem(file, line, "query_id",
+                                         f"duplicate result for query {result.query_id!r} (first on line {earlier})"))
         else:
             results[result.query_id] = result
-            lines[result.query_id] = line
+            places[result.query_id] = place
+    return results, places
+
+
+def _read_file_run(path: Path, golden: Mapping[str, KbGoldenQuery] | None) -> tuple[KbRun, dict[str, Place]]:
+    records = read_records(path, KbResult)
+    problems: list[InputProblem] = []
+    first = records[0][1]
+    run_id = first.run_id or path.stem
+    results, places = _collect([((str(path), line), r) for line, r in records], run_id, first.chunker_version,
+                               golden, problems)
     if problems:
         raise InputError(problems)
-    return KbRun(run_id, version, results, str(path)), lines
+    return KbRun(run_id, first.chunker_version, results, str(path)), places
+
+
+def _from_database(run: DatabaseRun, golden: Mapping[str, KbGoldenQuery] | None,
+                   problems: list[InputProblem]) -> tuple[KbRun, dict[str, Place]]:
+    records: list[tuple[Place, KbResult]] = []
+    for row in run.rows:
+        result = row_record(row, run, KbResult, problems)
+        if result is not None:
+            records.append(((row.where, None), result))
+    version = records[0][1].chunker_version if records else (run.chunker_version or "unknown")
+    results, places = _collect(records, run.run_id, version, golden, problems)
+    return KbRun(run.run_id, version, results, f"{run.database}#{run.run_id}", run.database), places
+
+
+def _read_runs_placed(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None,
+                      ) -> list[tuple[KbRun, dict[str, Place]]]:
+    database, run_id = split_run(path)
+    if not is_database(database):
+        return [_read_file_run(Path(path), golden)]
+    problems: list[InputProblem] = []
+    runs = [_from_database(run, golden, problems) for run in read_database_runs(database, run_id)]
+    if problems:
+        raise InputError(problems)
+    return runs
+
+
+def read_runs(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None = None) -> list[KbRun]:
+    """The runs ``path`` holds: one for a results file; for kb-eval's SQLite database every run
+    in it (oldest first), or the one ``kb.sqlite#RUN_ID`` names. With ``golden``, a result
+    naming an unknown query is an input error.
+
+    Raises :class:`InputError` on a bad line or row, a duplicate query, or a result whose
+    ``run_id`` or ``chunker_version`` differs from the run's.
+    """
+    return [run for run, _ in _read_runs_placed(path, golden)]
 
 
 def read_run(path: str | Path, golden: Mapping[str, KbGoldenQuery] | None = None) -> KbRun:
-    """One run's results. With ``golden``, a result naming an unknown query is an input error.
-
-    Raises :class:`InputError` on a bad line, a duplicate query, or a line whose ``run_id`` or
-    ``chunker_version`` differs from the first line's.
-    """
-    return _read_run_lines(path, golden)[0]
+    """One run's results (:func:`read_runs`); a database that holds several runs is an input
+    error naming them (name one as ``kb.sqlite#RUN_ID``)."""
+    runs = read_runs(path, golden)
+    if len(runs) != 1:
+        names = ", ".join(repr(r.run_id) for r in runs) or "none"
+        raise InputError.one(path, None, "run_id", f"holds {len(runs)} runs ({names}); name one as {path}#RUN_ID")
+    return runs[0]
 
 
 _GOLD_KEYS = frozenset({"id", "query", "expected_doc_ids"})
@@ -289,7 +352,8 @@ def _result_to_native(result: KbResult, config_id: str) -> dict[str, Any]:
 def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, config_id: str | None = None) -> NativeData:
     """Convert a kb-eval golden file and run results into native golden cases and traces.
 
-    Each results file is one run; its config id is ``config_id`` when given, else the run's
+    Each results file is one run, and kb-eval's database one run per ``eval_runs`` row (or the
+    one ``kb.sqlite#RUN_ID`` names); a run's config id is ``config_id`` when given, else its
     ``run_id``. Mapping: ``query`` -> ``question``; empty ``expected_doc_ids`` ->
     ``expected_behavior: "abstain"``; ``hits_top_k`` -> ``retrieved_chunks`` (rank = position);
     resolved answer citations -> ``citations`` (unresolved ones are kept in
@@ -307,22 +371,30 @@ def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, confi
     traces: NativeTraces = {}
     config_source: dict[str, str] = {}
     for path in trace_paths:
-        run, lines = _read_run_lines(path, golden)
-        cfg = config_id or run.run_id
-        if cfg in config_source:
-            raise InputError.one(path, None, "run_id",
-                                 f"config {cfg!r} is already used by {config_source[cfg]}; "
-                                 "give each run its own run_id (or convert it separately)")
-        config_source[cfg] = str(path)
-        per_case: dict[str, dict[int, Trace]] = {}
-        for qid, result in run.results.items():
-            trace = native_trace(_result_to_native(result, cfg), path, lines[qid], problems)
-            if trace is not None:
-                per_case[qid] = {0: trace}
-        traces[cfg] = per_case
+        for run, places in _read_runs_placed(path, golden):
+            cfg = config_id or run.run_id
+            if cfg in config_source:
+                raise InputError.one(path, None, "run_id",
+                                     f"config {cfg!r} is already used by {config_source[cfg]}; "
+                                     "give each run its own run_id (or convert it separately)")
+            config_source[cfg] = run.source
+            per_case: dict[str, dict[int, Trace]] = {}
+            for qid, result in run.results.items():
+                file, line = places[qid]
+                found: list[InputProblem] = []
+                trace = native_trace(_result_to_native(result, cfg), file, line or 0, found)
+                problems.extend(InputProblem(file, line, p.field, p.problem) for p in found)
+                if trace is not None:
+                    per_case[qid] = {0: trace}
+            traces[cfg] = per_case
     if problems:
         raise InputError(problems)
     return cases, traces
 
 
-FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)
+def claims_file(path: Path, role: Literal["gold", "trace"]) -> bool:
+    """True for kb-eval's SQLite database given as traces (``kb.sqlite`` or ``kb.sqlite#RUN_ID``)."""
+    return role == "trace" and is_database(split_run(path)[0])
+
+
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native, claims_file)

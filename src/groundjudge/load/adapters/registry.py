@@ -51,12 +51,14 @@ class InputFormat:
     or trace (``"trace"``) file is in this format; it must not raise on any dict.
     ``to_native(gold_path, trace_paths)`` reads both and returns native cases by id and traces
     by config id -> case id -> paraphrase index; it raises :class:`InputError` naming file, line
-    and field for anything it cannot read.
+    and field for anything it cannot read. ``claims_file(path, role)``, when given, recognises
+    a whole file that has no first record to look at (a database); it must not raise.
     """
 
     name: str
     looks_like: Callable[[dict[str, Any], Role], bool]
     to_native: Callable[[Path, list[Path]], NativeData]
+    claims_file: Callable[[Path, Role], bool] | None = None
 
 
 _FORMATS: dict[str, InputFormat] = {}
@@ -108,6 +110,9 @@ def _first_object(path: Path) -> dict[str, Any] | None:
 
 
 def _claimants(path: Path, role: Role) -> list[str]:
+    whole = [name for name, fmt in _FORMATS.items() if fmt.claims_file is not None and fmt.claims_file(path, role)]
+    if whole:
+        return whole
     first = _first_object(path)
     if first is None:
         return []
