@@ -148,7 +148,8 @@ def test_relevance_is_the_p_yes_of_one_question_and_completeness_the_share_of_nu
     assert case.status == "judged", case.reason
     [body] = relevance
     user = body["messages"][-1]["content"]
-    assert "Loi ERR-429 co nghia la gi?" in user and answer in user and "PASSAGES" not in user  # question and answer only
+    assert "Loi ERR-429 co nghia la gi?" in user and answer in user
+    assert "PASSAGES" not in user  # the question and the answer only
     assert body["max_tokens"] == 1
     relevant, complete = case.criteria["relevant"], case.criteria["complete"]
     assert (relevant.label, relevant.value) == (True, pytest.approx(0.8))

@@ -13,6 +13,8 @@ from pathlib import Path
 from groundjudge.load.adapters import wfgy_chunking as chunking_format
 from groundjudge.profiles.registry import (
     Flag,
+    JudgedCase,
+    JudgeFindings,
     Knob,
     Profile,
     ProfileResult,
@@ -22,6 +24,7 @@ from groundjudge.profiles.registry import (
     profile_knobs,
     profile_names,
     profile_settings,
+    profile_rubric,
     register_profile,
     relative_to_config,
     run_profile,
@@ -32,6 +35,8 @@ from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 __all__ = [
     "BUILT_IN",
     "Flag",
+    "JudgedCase",
+    "JudgeFindings",
     "Knob",
     "Profile",
     "ProfileResult",
@@ -40,6 +45,7 @@ __all__ = [
     "profile_knobs",
     "profile_names",
     "profile_settings",
+    "profile_rubric",
     "register_profile",
     "relative_to_config",
     "run_profile",

@@ -52,12 +52,15 @@ class InputFormat:
     or trace (``"trace"``) file is in this format; it must not raise on any dict.
     ``to_native(gold_path, trace_paths)`` reads both and returns native cases by id and traces
     by config id -> case id -> paraphrase index; it raises :class:`InputError` naming file, line
-    and field for anything it cannot read.
+    and field for anything it cannot read. ``read_corpus(path)``, where the system keeps its
+    chunks in a shape of its own, reads that file as the corpus (the same errors).
     """
 
     name: str
     looks_like: Callable[[dict[str, Any], Role], bool]
     to_native: Callable[[Path, list[Path]], NativeData]
+    # The system's own chunk store, read as the corpus (``--corpus``); None: the native corpus.
+    read_corpus: Callable[[Path], Corpus] | None = None
 
 
 _FORMATS: dict[str, InputFormat] = {}
@@ -146,7 +149,8 @@ def load_any(golden: str | Path, traces: Sequence[str | Path], corpus: str | Pat
     if fmt not in _FORMATS:
         raise InputError.one(golden, None, "format", f"unknown format {fmt!r}; known: {', '.join(format_choices())}")
     cases, by_config = _FORMATS[fmt].to_native(Path(golden), [Path(t) for t in traces])
-    the_corpus = load_corpus(corpus) if corpus else Corpus()
+    read_corpus = _FORMATS[fmt].read_corpus or load_corpus
+    the_corpus = read_corpus(corpus) if corpus else Corpus()
     sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or ""),
                "format": fmt}
     return assemble_dataset(cases, by_config, the_corpus, sources), fmt
