@@ -5,12 +5,16 @@ citations, short substrings, SCU)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from groundjudge.cli import main
 from groundjudge.load.adapters.wfgy import WfgyGold, WfgyTrace, read_gold, read_traces
 from groundjudge.profiles import wfgy
 from tests.conftest import ROOT
+from tests.support import wfgy_reference
 
 EXAMPLES = ROOT / "examples" / "wfgy"
 
@@ -136,23 +140,17 @@ def test_empty_gold_set():
 @pytest.mark.parametrize(("claim", "refused"), [
     ("not in context", True),
     ("  not in context\n", True),  # surrounding white space is not part of the claim
-    ("Not in context", False),
-    ("NOT IN CONTEXT", False),
-    ("not in context.", False),
+    ("Not in context", True),  # the reference scorer lower-cases the claim
+    ("NOT IN CONTEXT", True),
+    ("not in context.", False),  # punctuation is part of the claim
     ("The answer is not in context", False),
     ("I don't know", False),
     ("", False),
 ])
-def test_refusal_token_must_be_exact(claim, refused):
+def test_refusal_token_is_compared_as_the_reference_scorer_does(claim, refused):
     result = wfgy.report([gold("U", answerable=False, substr=(), cites=())], [trace("U", claim=claim, cites=())])
     assert result["refused"] == int(refused)
     assert result["under_refusal"] == (0.0 if refused else 1.0)
-
-
-def test_case_insensitive_refusal_reproduces_the_reference_scorer():
-    g, t = [gold("U", answerable=False, substr=(), cites=())], [trace("U", claim="Not In Context", cites=())]
-    assert wfgy.report(g, t)["under_refusal"] == 1.0
-    assert wfgy.report(g, t, refusal_case_insensitive=True)["under_refusal"] == 0.0
 
 
 def test_refusal_token_is_reported():
@@ -339,3 +337,234 @@ def test_a_trace_file_that_shares_no_question_with_the_gold_is_an_input_error(tm
     (problem,) = caught.value.problems
     assert problem.file == str(other) and problem.field == "qid"
     assert problem.problem.startswith("shares no question id with the gold set") and "(0 of its 3 ids" in problem.problem
+
+
+# --- against the seeds' reference scorer, on inputs written from their text ----------------------
+#
+# The gold and trace lines of WFGY's two pages (the RAG precision page's three-item example, the
+# eval README's A0001 with its notes, timestamp and constraints echo), and one item per rule the
+# pages state: the refusal token written "Not in context" (the scorer lower-cases the claim),
+# an unanswerable question answered, a citation outside retrieved_ids (scoped grounding), an
+# answerable question refused, gold evidence ranked below k, the right answer citing the wrong
+# retrieved id (CHR@k's "picked the right ids from the retrieved pool"), a gold substring shorter
+# than five characters, a qid run twice (the scorer keeps the last line), the q_id spelling, and
+# constraints echoed in another order / contradicted (SCU).
+
+SEED_GOLD = """\
+{"qid":"A0001","question":"Does X support null keys?","answerable":true,"gold_claim_substr":["rejects null keys"],"gold_citations":["p1#2"],"constraints":["X rejects null keys."],"notes":"Entity+constraint co-located in p1#2"}
+{"qid":"A0002","question":"Explain Z.","answerable":false,"gold_claim_substr":[],"gold_citations":[]}
+{"qid":"A0003","question":"What domain is allowed?","answerable":true,"gold_claim_substr":["only domain example.com"],"gold_citations":["pB#1"]}
+{"qid":"A0004","question":"Does Z support null keys?","answerable":false,"gold_claim_substr":[],"gold_citations":[]}
+{"qid":"A0005","question":"Which port does X listen on?","answerable":false,"gold_claim_substr":[],"gold_citations":[]}
+{"qid":"A0006","question":"Which keys does X reject?","answerable":true,"gold_claim_substr":["rejects null keys"],"gold_citations":["p1#2"]}
+{"qid":"A0007","question":"Which domains are blocked?","answerable":true,"gold_claim_substr":["all but example.com"],"gold_citations":["pB#2"]}
+{"qid":"A0008","question":"Where is the domain rule written?","answerable":true,"gold_claim_substr":["in the policy file"],"gold_citations":["p7#1"]}
+{"qid":"A0009","question":"Is example.com allowed?","answerable":true,"gold_claim_substr":["only domain example.com"],"gold_citations":["pB#1"]}
+{"qid":"A0010","question":"Does X support null keys?","answerable":true,"gold_claim_substr":["Yes"],"gold_citations":["p1#2"]}
+{"qid":"A0011","question":"Does X accept empty keys?","answerable":true,"gold_claim_substr":["accepts empty keys"],"gold_citations":["p2#1"]}
+{"qid":"A0012","question":"What does X do with null keys?","answerable":true,"gold_claim_substr":["rejects null keys"],"gold_citations":["p1#2"],"constraints":["X rejects null keys.","Null keys raise an error."]}
+{"qid":"A0013","question":"Are null keys stored?","answerable":true,"gold_claim_substr":["never stored"],"gold_citations":["p1#3"],"constraints":["Null keys are never stored."]}
+"""
+SEED_TRACE = """\
+{"ts":1723430400,"qid":"A0001","q":"Does X support null keys?","retrieved_ids":["p1#1","p1#2","p2#1"],"answer_json":{"claim":"X rejects null keys.","citations":["p1#2"],"constraints_echo":["X rejects null keys."]},"ok":true,"reason":"ok"}
+{"qid":"A0002","q":"Explain Z.","retrieved_ids":["p1#1","p2#1"],"answer_json":{"claim":"not in context","citations":[]}}
+{"qid":"A0003","q":"What domain is allowed?","retrieved_ids":["pB#1","p1#2"],"answer_json":{"claim":"Only domain example.com is allowed.","citations":["pB#1"]}}
+{"qid":"A0004","q":"Does Z support null keys?","retrieved_ids":["p1#2"],"answer_json":{"claim":"Not in context","citations":[]}}
+{"qid":"A0005","q":"Which port does X listen on?","retrieved_ids":["p2#1"],"answer_json":{"claim":"X listens on port 8080.","citations":["p2#1"]}}
+{"qid":"A0006","q":"Which keys does X reject?","retrieved_ids":["p1#1"],"answer_json":{"claim":"X rejects null keys.","citations":["p1#2"]}}
+{"qid":"A0007","q":"Which domains are blocked?","retrieved_ids":["pB#2","pB#1"],"answer_json":{"claim":"not in context","citations":[]}}
+{"qid":"A0008","q":"Where is the domain rule written?","retrieved_ids":["p1#1","p2#1","p3#1","p4#1","p5#1","p7#1"],"answer_json":{"claim":"The rule is kept in the policy file.","citations":["p7#1"]}}
+{"qid":"A0009","q":"Is example.com allowed?","retrieved_ids":["p1#2","pB#1"],"answer_json":{"claim":"Only domain example.com is allowed.","citations":["p1#2"]}}
+{"qid":"A0010","q":"Does X support null keys?","retrieved_ids":["p1#2"],"answer_json":{"claim":"Yes, it does.","citations":["p1#2"]}}
+{"qid":"A0011","q":"Does X accept empty keys?","retrieved_ids":["p2#1"],"answer_json":{"claim":"not in context","citations":[]}}
+{"qid":"A0011","q":"Does X accept empty keys?","retrieved_ids":["p2#1"],"answer_json":{"claim":"X accepts empty keys.","citations":["p2#1"]}}
+{"q_id":"A0012","q":"What does X do with null keys?","retrieved_ids":["p1#2"],"answer_json":{"claim":"X rejects null keys: they raise an error.","citations":["p1#2"],"constraints_echo":["Null keys raise an error.","X rejects null keys."]}}
+{"qid":"A0013","q":"Are null keys stored?","retrieved_ids":["p1#3"],"answer_json":{"claim":"Null keys are never stored.","citations":["p1#3"],"constraints_echo":["Null keys are stored."]}}
+"""
+SCORER_KEYS = ("answered", "refused", "answerable", "unanswerable", "precision", "chr", "under_refusal",
+               "over_refusal", "recall@k", "k", "pass", "chr@k")
+
+
+def _lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _ours(result: dict) -> dict:
+    return {**{key: result[key] for key in SCORER_KEYS}, "scu_violations": result["scu"]["violations"]}
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 10])
+@pytest.mark.parametrize("gates", ["precision=0.80,chr=0.75,under=0.05,over=0.10",
+                                   "precision=0.5 chr=0.5 under_refusal=0.4 over_refusal=0.2", "precision=0.3,chr=0.6"])
+@pytest.mark.parametrize("scu_enforced", [False, True])
+def test_profile_numbers_equal_the_reference_scorer(k, gates, scu_enforced):
+    expected = wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE), k=k, gates=gates, scu_enforced=scu_enforced)
+    result = wfgy.report(_parse(SEED_GOLD, WfgyGold), _parse(SEED_TRACE, WfgyTrace), k=k, gates=gates,
+                         scu_enforced=scu_enforced)
+    assert _ours(result) == expected
+    assert all(g["n"] for g in result["gate_results"])  # every denominator holds items: pass is evidence
+
+
+def test_the_seed_set_exercises_every_rule():
+    """The reference's figures on the seed set, worked out by hand, so the set tests what it says."""
+    got = wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE), k=5)
+    # shipped: A0001 A0003 A0005 A0006 A0008 A0009 A0010 A0011 A0012 A0013; refused: A0002 A0004 A0007
+    assert (got["answered"], got["refused"], got["answerable"], got["unanswerable"]) == (10, 3, 10, 3)
+    # correct (C and H): A0001 A0003 A0008 A0011 A0012 A0013; A0006 cites outside retrieval,
+    # A0009 cites the wrong id, A0010's only substring is short
+    assert got["precision"] == 0.6 and got["chr"] == 0.7  # H also for A0010; A0005 is unanswerable: a miss
+    assert got["under_refusal"] == round(1 / 3, 4) and got["over_refusal"] == 0.1  # A0005; A0007
+    # A0006 (p1#2 never retrieved) and A0008 (rank 6) miss; A0007 was refused with its evidence retrieved
+    assert got["recall@k"] == 0.8
+    # best case: A0009 could have cited pB#1 (rank 2); A0008's p7#1 lies below k=5, A0006's was never retrieved
+    assert got["chr@k"] == 0.7
+    assert wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE), k=10)["chr@k"] == 0.8  # A0008 too
+    assert got["scu_violations"] == 1  # A0013 echoes a contradicted constraint; A0012's other order is fine
+
+
+def test_not_in_context_with_a_capital_is_a_refusal_here_as_in_the_scorer(tmp_path):
+    """An edge set of the two unanswerable questions, both refused, one spelled "Not in context":
+    under-refusal 0.0 in the scorer, in the profile and in the native metrics (it was 0.5)."""
+    gold_text = "".join(line + "\n" for line in SEED_GOLD.splitlines() if '"A0002"' in line or '"A0004"' in line)
+    trace_text = "".join(line + "\n" for line in SEED_TRACE.splitlines() if '"A0002"' in line or '"A0004"' in line)
+    gold_file, trace_file = tmp_path / "gold.jsonl", tmp_path / "trace.jsonl"
+    gold_file.write_text(gold_text)
+    trace_file.write_text(trace_text)
+    assert wfgy_reference.score(_lines(gold_text), _lines(trace_text))["under_refusal"] == 0.0
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(gold_file),
+                                       "--traces", str(trace_file), "--out", str(tmp_path / "out"), "--quiet"])
+    own = json.loads((tmp_path / "out" / "profile-wfgy.json").read_text())
+    native = json.loads((tmp_path / "out" / "metrics.json").read_text())["aggregate"]
+    assert (own["under_refusal"], own["refused"]) == (0.0, 2)
+    assert native["under_refusal"] == {"value": 0.0, "n": 2} and native["abstention_accuracy"]["value"] == 1.0
+    assert result.exit_code == 1  # nothing shipped: precision and CHR gates have no evidence, and do not hold
+
+
+# --- the scorer's options, as knobs: --k, --gates, --scu_enforced, [profile.wfgy] ----------------
+
+def _seed_files(folder: Path) -> tuple[Path, Path]:
+    gold_file, trace_file = folder / "gold.jsonl", folder / "trace.jsonl"
+    gold_file.write_text(SEED_GOLD)
+    trace_file.write_text(SEED_TRACE)
+    return gold_file, trace_file
+
+
+def _metrics(folder: Path, *args: str | Path) -> tuple[int, dict]:
+    gold_file, trace_file = _seed_files(folder)
+    out = folder / "out"
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(gold_file), "--traces",
+                                       str(trace_file), *map(str, args), "--out", str(out), "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads((out / "profile-wfgy.json").read_text())
+
+
+def test_command_line_knobs_give_the_reference_scorer_numbers(tmp_path):
+    gates = "precision=0.5 chr=0.5 under_refusal=0.4 over_refusal=0.2"
+    code, own = _metrics(tmp_path, "--k", "10", "--gates", *gates.split(), "--scu_enforced")
+    expected = wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE), k=10, gates=gates, scu_enforced=True)
+    assert _ours(own) == expected and own["k"] == 10
+    assert own["gates"] == {"precision": "0.5", "chr": "0.5", "under": "0.4", "over": "0.2", "scu_violations": "0"}
+    assert own["scu"]["enforced"] is True
+    assert own["pass"] is False and code == 1  # A0013 violates a locked constraint: "SCU violations = 0" fails
+    assert {g["gate"]: g["status"] for g in own["gate_results"]}["scu_violations"] == "fail"
+
+
+def test_without_knobs_the_scorer_defaults_apply(tmp_path):
+    _, own = _metrics(tmp_path)
+    assert own["k"] == 5 and own["gates"] == wfgy.DEFAULT_GATES and own["scu"]["enforced"] is False
+    assert _ours(own) == wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE))
+
+
+@pytest.mark.parametrize("spelling", [["--gates", "precision=0.5,chr=0.5,under=0.4,over=0.2"],
+                                      ["--gates=precision=0.5", "chr=0.5", "under_refusal=0.4", "over_refusal=0.2"],
+                                      ["--gates", "precision=0.5 chr=0.5 under=0.4 over=0.2"]])
+def test_gates_flag_takes_both_spellings_of_the_pages(tmp_path, spelling):
+    code, own = _metrics(tmp_path, *spelling)
+    assert own["gates"] == {"precision": "0.5", "chr": "0.5", "under": "0.4", "over": "0.2"}
+    assert own["pass"] is True and code == 0  # 0.6, 0.8, 0.3333, 0.1 against the lowered bounds
+
+
+def test_gates_flag_takes_a_gate_file(tmp_path):
+    gate_file = tmp_path / "gates.txt"
+    gate_file.write_text("# ship gates, frozen for this release\nprecision=0.5 chr=0.5\nunder_refusal=0.4\n"
+                         "over_refusal=0.2  # after the re-chunk\n")
+    code, own = _metrics(tmp_path, "--gates", gate_file)
+    assert own["gates"] == {"precision": "0.5", "chr": "0.5", "under": "0.4", "over": "0.2"} and code == 0
+
+
+def test_a_bad_gate_file_names_its_line(tmp_path):
+    gate_file = tmp_path / "gates.txt"
+    gate_file.write_text("precision=0.5\nrecall=0.9\nchr=high\n")
+    gold_file, trace_file = _seed_files(tmp_path)
+    result = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(gold_file), "--traces",
+                                       str(trace_file), "--gates", str(gate_file), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    assert f"{gate_file}:2: gates: unknown gate 'recall'" in result.stderr
+    assert f"{gate_file}:3: gates: gate 'chr': 'high' is not a number" in result.stderr
+    missing = CliRunner().invoke(main, ["metrics", "--profile", "wfgy", "--golden", str(gold_file), "--traces",
+                                        str(trace_file), "--gates", "precision", "--out", str(tmp_path / "out")])
+    assert missing.exit_code == 2
+    assert "--gates: 'precision' is neither gates written name=value" in missing.stderr
+
+
+def test_profile_table_sets_the_knobs_and_its_gate_file_is_relative_to_the_config(tmp_path):
+    gold_file, trace_file = _seed_files(tmp_path)
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "gates.txt").write_text("precision=0.5,chr=0.5,under=0.4,over=0.2\n")
+    config = tmp_path / "ci" / "groundjudge.toml"
+    config.write_text(f'[inputs]\ngolden = "{gold_file}"\ntraces = ["{trace_file}"]\n\n'
+                      '[profile.wfgy]\nk = 10\ngates = "gates.txt"\nscu_enforced = true\n')
+    result = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "wfgy",
+                                       "--out", str(tmp_path / "out"), "--quiet"])
+    own = json.loads((tmp_path / "out" / "profile-wfgy.json").read_text())
+    assert (own["k"], own["gates"]["precision"], own["scu"]["enforced"]) == (10, "0.5", True)
+    assert result.exit_code == 1  # the SCU gate, enforced from the table
+    flags = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "wfgy", "--k", "1",
+                                      "--gates", "precision=0.9", "--out", str(tmp_path / "flags"), "--quiet"])
+    own = json.loads((tmp_path / "flags" / "profile-wfgy.json").read_text())
+    assert (own["k"], own["gates"]["precision"], own["gates"]["chr"]) == (1, "0.9", "0.75")  # flags win
+    table = config.read_text().replace('gates = "gates.txt"', "gates = { precision = 0.5, under_refusal = 0.4 }")
+    config.write_text(table)
+    CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "wfgy", "--out", str(tmp_path / "t")])
+    own = json.loads((tmp_path / "t" / "profile-wfgy.json").read_text())
+    assert (own["gates"]["precision"], own["gates"]["under"], own["gates"]["chr"]) == ("0.5", "0.4", "0.75")
+    assert flags.exit_code == 1
+
+
+def test_bad_knobs_are_input_errors(tmp_path):
+    gold_file, trace_file = _seed_files(tmp_path)
+    base = ["metrics", "--profile", "wfgy", "--golden", str(gold_file), "--traces", str(trace_file)]
+    two = CliRunner().invoke(main, [*base, "--k", "1", "--k", "5", "--out", str(tmp_path / "a")])
+    assert two.exit_code == 2 and "--k: the wfgy profile takes one value, got 2: 1, 5" in two.stderr
+    nan = CliRunner().invoke(main, [*base, "--gates", "precision=nan", "--out", str(tmp_path / "b")])
+    assert nan.exit_code == 2 and "--gates: gate 'precision': 'nan' is not a finite number" in nan.stderr
+    config = tmp_path / "groundjudge.toml"
+    config.write_text("[profile.wfgy]\nk = 0\nscu = true\n")
+    table = CliRunner().invoke(main, [*base, "--config", str(config), "--out", str(tmp_path / "c")])
+    assert table.exit_code == 2
+    assert f"{config}: profile.wfgy.k: Input should be greater than or equal to 1" in table.stderr
+    assert f"{config}: profile.wfgy.scu: unknown setting of the wfgy profile (its settings: k, gates, " \
+           "scu_enforced)" in table.stderr
+    alone = CliRunner().invoke(main, ["metrics", "--golden", str(gold_file), "--traces", str(trace_file),
+                                      "--scu_enforced", "--out", str(tmp_path / "d")])
+    assert alone.exit_code == 2 and "--scu_enforced: a setting of the wfgy profile: add --profile wfgy" in alone.stderr
+
+
+def test_run_takes_the_knobs_too(tmp_path, monkeypatch):
+    from tests.support.judge_replies import verdict_for_request
+    from tests.support.openai_server import ScriptedOpenAIServer
+
+    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    gold_file, trace_file = _seed_files(tmp_path)
+    with ScriptedOpenAIServer(verdict_for_request) as srv:
+        result = CliRunner().invoke(main, [
+            "run", "--profile", "wfgy", "--golden", str(gold_file), "--traces", str(trace_file),
+            "--k", "10", "--gates", "precision=0.5", "chr=0.5", "under=0.4", "over=0.2", "--scu-enforced",
+            "--judge-base-url", srv.base_url, "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"),
+            "--out", str(tmp_path / "out"), "--no-history"])
+    own = json.loads((tmp_path / "out" / "profile-wfgy.json").read_text())
+    expected = wfgy_reference.score(_lines(SEED_GOLD), _lines(SEED_TRACE), k=10,
+                                    gates="precision=0.5,chr=0.5,under=0.4,over=0.2", scu_enforced=True)
+    assert _ours(own) == expected and own["scu"]["enforced"] is True
+    assert "profile wfgy: FAIL" in result.output and result.exit_code == 1

@@ -59,7 +59,8 @@ class ProfileSettings(BaseModel):
 
     A field is set by ``[profile.<name>] field = value`` in the config file and by a flag on
     ``metrics`` and ``run``: ``--field-name`` unless a :class:`Flag` in its ``Annotated``
-    metadata names other spellings. A ``bool`` field is a switch. Unknown keys are refused.
+    metadata names other spellings. A ``bool`` field is a switch, a ``list`` field a flag that
+    may be repeated; any other field takes one value (a tuple too). Unknown keys are refused.
     A validator that reads a path from a config file resolves it with
     :func:`relative_to_config`.
     """
@@ -96,7 +97,7 @@ class Knob:
     name: str  # the settings field, and the key in ``[profile.<name>]``
     flags: tuple[str, ...]
     switch: bool  # a bool field: the flag takes no value
-    many: bool  # a list field: a repeated flag gives several values
+    many: bool  # a list field: the flag may be repeated, each time one value
     words: bool
     help: str
 
@@ -115,7 +116,7 @@ def _knobs_of(profile: str, settings: type[ProfileSettings]) -> tuple[Knob, ...]
         flag = next((m for m in field.metadata if isinstance(m, Flag)), None)
         kinds = _kinds(field.annotation)
         knobs.append(Knob(profile, name, flag.names if flag else ("--" + name.replace("_", "-"),),
-                          switch=kinds == {bool}, many=bool(kinds & {list, tuple}), words=bool(flag and flag.words),
+                          switch=kinds == {bool}, many=list in kinds, words=bool(flag and flag.words),
                           help=field.description or ""))
     return tuple(knobs)
 

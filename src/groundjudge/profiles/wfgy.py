@@ -16,6 +16,12 @@ the last trace of each qid:
 - precision = |{S and A: C and H (and K when SCU is enforced)}| / |S|;
   CHR = |{S and A: H}| / |S|; under_refusal = |S and U| / |U|; over_refusal = |R and A| / |A|;
   recall@k = |{A: gold_citations within the first k retrieved_ids}| / |A|.
+- CHR@k, the upper bound of WFGY's eval README ("best-case CHR if the model always picked the
+  right ids from the retrieved pool"): CHR with each shipped answer's citations replaced by the
+  best choice among the first k retrieved ids, |{S and A: some citation choice within the top k
+  is a hit}| / |S|, i.e. the top k overlap ``gold_citations`` (or, with none, citing nothing is
+  the hit). Null when nothing shipped (the README gives no convention). It bounds CHR for a
+  model that sees only the top k; an answer citing an id ranked below k can make CHR exceed it.
 
 Empty denominators follow WFGY's reference scorer: precision and CHR are 1.0 with nothing
 shipped, under- and over-refusal are 0.0 with no unanswerable / answerable item, recall@k is
@@ -28,10 +34,14 @@ Where WFGY's page and its reference scorer disagree, this module follows:
 
 - the scorer for CHR: a shipped answer to an unanswerable question is in the denominator but
   never a hit (the page's formula would count such an answer citing nothing as a hit);
-- the page for the refusal token: it must be exact (the scorer lower-cases the claim first;
-  pass ``refusal_case_insensitive=True`` for the scorer's behaviour);
+- the scorer for the refusal token: the claim, stripped and lower-cased, is ``not in context``
+  (``"Not in context"`` is a refusal; ``"not in context."`` is a shipped answer);
 - the scorer's comment for a gold line without ``gold_claim_substr`` (vacuously contained,
   like ``[]``; the scorer's code would fail containment for a missing field).
+
+The scorer's options are this profile's knobs (:class:`WfgySettings`): ``k`` (``--k``),
+``gates`` (``--gates``: WFGY's ``name=value`` list, or a file holding one) and ``scu_enforced``
+(``--scu_enforced``), also set by ``[profile.wfgy]`` in the config file.
 
 A gold qid with no trace is scored as the scorer scores it: an empty claim, shipped, with no
 citations and no retrieved ids; it is also listed under ``missing_trace``.
@@ -43,7 +53,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
+from pydantic import Field, ValidationInfo, field_validator
+
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.adapters.wfgy import (
     FORMAT_NAME,
@@ -54,18 +68,30 @@ from groundjudge.load.adapters.wfgy import (
     read_gold,
     read_traces,
 )
-from groundjudge.profiles.registry import Profile, ProfileResult, evidence_overlap
+from groundjudge.load.records import read_text
+from groundjudge.profiles.registry import (
+    Flag,
+    Profile,
+    ProfileResult,
+    ProfileSettings,
+    evidence_overlap,
+    relative_to_config,
+)
 
 __all__ = [
     "DEFAULT_GATES",
     "PROFILE",
     "MIN_SUBSTRING_LENGTH",
     "ItemCheck",
+    "WfgySettings",
+    "best_citation_hit",
     "check_items",
     "citation_hit",
     "constraints_ok",
     "contains_gold_substr",
+    "gate_overrides",
     "parse_gates",
+    "read_gate_file",
     "recall_hit",
     "render_markdown",
     "report",
@@ -81,19 +107,14 @@ _MAX_OFFENDERS = 10
 Contradicts = Callable[[str, str], bool]
 
 
-def parse_gates(spec: str | Mapping[str, str | float] | None = None, *, scu_enforced: bool = False) -> dict[str, str]:
-    """Gate thresholds as WFGY writes them, values kept as the strings given.
+def gate_overrides(spec: str | Mapping[str, Any] | Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """The gates a spec names, by their canonical names, values kept as the strings given.
 
-    Accepts WFGY's two spellings, ``"precision=0.80,chr=0.75,under=0.05,over=0.10"`` and
-    ``"precision=0.80 chr=0.75 under_refusal=0.05 over_refusal=0.10"``, or a mapping. Gates
-    not named keep their defaults; with ``scu_enforced`` the ``scu_violations`` gate (default
-    ``"0"``) is added. Raises ValueError for an unknown gate or a value that is not a number.
+    Accepts WFGY's two spellings, ``"precision=0.80,chr=0.75,under=0.05,over=0.10"`` (its
+    scorer's) and ``"precision=0.80 chr=0.75 under_refusal=0.05 over_refusal=0.10"`` (its eval
+    README's), or name/value pairs (a mapping, as a TOML table gives). Raises ValueError for an
+    unknown gate or a value that is not a finite number.
     """
-    gates = dict(DEFAULT_GATES)
-    if scu_enforced:
-        gates["scu_violations"] = "0"
-    if spec is None:
-        return gates
     if isinstance(spec, str):
         pairs = []
         for part in re.split(r"[,\s]+", spec.strip()):
@@ -104,17 +125,85 @@ def parse_gates(spec: str | Mapping[str, str | float] | None = None, *, scu_enfo
             name, value = part.split("=", 1)
             pairs.append((name, value))
     else:
-        pairs = [(name, value if isinstance(value, str) else repr(value)) for name, value in spec.items()]
+        items = spec.items() if isinstance(spec, Mapping) else spec
+        pairs = [(name, value if isinstance(value, str) else repr(value)) for name, value in items]
+    gates: dict[str, str] = {}
     for name, value in pairs:
         key = _GATE_ALIASES.get(name.strip())
         if key is None:
             raise ValueError(f"unknown gate {name!r}; known: {', '.join(sorted(_GATE_ALIASES))}")
         try:
-            float(value)
+            number = float(value)
         except ValueError:
             raise ValueError(f"gate {name!r}: {value!r} is not a number") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError(f"gate {name!r}: {value!r} is not a finite number")
         gates[key] = value.strip()
     return gates
+
+
+def read_gate_file(path: str | Path) -> dict[str, str]:
+    """The gates of a gate file: WFGY's ``name=value`` pairs, separated by commas, spaces or line
+    breaks; ``#`` starts a comment. Raises :class:`InputError` naming the file and line of each
+    problem, or a missing file."""
+    text = read_text(Path(path))
+    gates: dict[str, str] = {}
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0]
+        try:
+            gates.update(gate_overrides(words))
+        except ValueError as exc:
+            problems.append(InputProblem(str(path), number, "gates", str(exc)))
+    if problems:
+        raise InputError(problems)
+    if not gates:
+        raise InputError.one(path, None, "gates", "names no gate; write name=value pairs, e.g. precision=0.80")
+    return gates
+
+
+def parse_gates(spec: str | Mapping[str, Any] | None = None, *, scu_enforced: bool = False) -> dict[str, str]:
+    """Gate thresholds as WFGY writes them: its defaults, with the gates ``spec`` names
+    (:func:`gate_overrides`) in their place; with ``scu_enforced`` the ``scu_violations`` gate
+    (default ``"0"``) is added. Raises ValueError for an unknown gate or a bad value.
+    """
+    gates = dict(DEFAULT_GATES)
+    if scu_enforced:
+        gates["scu_violations"] = "0"
+    if spec is not None:
+        gates.update(gate_overrides(spec))
+    return gates
+
+
+class WfgySettings(ProfileSettings):
+    """The options of WFGY's scorer (``score_eval.py --k --gates``, ``--scu_enforced`` of its
+    eval README), as the ``wfgy`` profile's knobs."""
+
+    k: Annotated[int, Flag("--k"), Field(ge=1, description=(
+        "WFGY's k: recall@k and CHR@k look at the first k retrieved ids (default 5)."))] = 5
+    gates: Annotated[tuple[tuple[str, str], ...] | None, Flag("--gates", words=True), Field(description=(
+        "WFGY's ship gates, as its scorer takes them (precision=0.80,chr=0.75,under=0.05,over=0.10; "
+        "under_refusal=, over_refusal=, scu= too), or a file holding them; unnamed gates keep WFGY's "
+        "defaults."))] = None
+    scu_enforced: Annotated[bool, Flag("--scu_enforced", "--scu-enforced"), Field(description=(
+        "Enforce constraint integrity (SCU): it counts in precision and gates on 0 violations."))] = False
+
+    @field_validator("gates", mode="before")
+    @classmethod
+    def _gate_spec(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str) and "=" not in value:
+            path = relative_to_config(value, info)
+            if not path.is_file():
+                raise ValueError(f"{value!r} is neither gates written name=value (precision=0.80,chr=0.75) "
+                                 f"nor a gate file ({path} is not a file)")
+            gates = read_gate_file(path)  # its problems name the file and line
+        elif isinstance(value, (str, Mapping, list, tuple)):
+            gates = gate_overrides(value)
+        else:
+            raise ValueError("give the gates as name=value pairs (precision=0.80,chr=0.75), a gate file, or a table")
+        return tuple(gates.items())
 
 
 def contains_gold_substr(claim: str, substrings: Sequence[str] | None) -> bool:
@@ -160,6 +249,17 @@ def recall_hit(gold_citations: Sequence[str], retrieved_ids: Sequence[str], k: i
     return set(gold_citations) <= set(retrieved_ids[:k])
 
 
+def best_citation_hit(gold_citations: Sequence[str], retrieved_ids: Sequence[str], k: int) -> bool:
+    """Whether some choice of citations among the first ``k`` retrieved ids is a citation hit H
+    (the best case CHR@k assumes): the top k overlap ``gold_citations``; with no gold citations,
+    citing nothing is the hit, so it always exists.
+
+    >>> best_citation_hit(["p8#3"], ["p8#1", "p8#2", "p8#3"], 2), best_citation_hit(["p8#3"], ["p8#3"], 2)
+    (False, True)
+    """
+    return not gold_citations or bool(set(gold_citations) & set(retrieved_ids[:k]))
+
+
 def constraints_ok(
     constraints: Sequence[str] | None, echo: Sequence[str] | None, *, claim: str = "",
     contradicts: Contradicts | None = None,
@@ -191,6 +291,7 @@ class ItemCheck:
     citation_hit: bool
     constraint_ok: bool | None
     recall_hit: bool | None
+    best_hit: bool  # a citation hit was possible within the top k (CHR@k)
     claim: str
     citations: tuple[str, ...]
     retrieved_ids: tuple[str, ...]
@@ -218,8 +319,7 @@ class ItemCheck:
 
 
 def check_items(
-    gold: Sequence[WfgyGold], traces: Sequence[WfgyTrace], *, k: int = 5, refusal_case_insensitive: bool = False,
-    contradicts: Contradicts | None = None,
+    gold: Sequence[WfgyGold], traces: Sequence[WfgyTrace], *, k: int = 5, contradicts: Contradicts | None = None,
 ) -> list[ItemCheck]:
     """WFGY's per-qid checks, in gold order. ``traces`` in file order: the last one of a qid wins.
 
@@ -241,7 +341,7 @@ def check_items(
         claim = trace.claim if trace else ""
         cites = trace.citations if trace else []
         retrieved = list(trace.retrieved_ids) if trace else []
-        shipped = not is_refusal(claim, case_insensitive=refusal_case_insensitive)
+        shipped = not is_refusal(claim)
         echo = trace.constraints_echo if trace else None
         checks.append(ItemCheck(
             qid=item.qid,
@@ -252,6 +352,7 @@ def check_items(
             citation_hit=citation_hit(cites, item.gold_citations, retrieved),
             constraint_ok=constraints_ok(item.constraints, echo, claim=claim, contradicts=contradicts),
             recall_hit=recall_hit(item.gold_citations, retrieved, k) if item.answerable else None,
+            best_hit=item.answerable and best_citation_hit(item.gold_citations, retrieved, k),
             claim=claim,
             citations=tuple(cites),
             retrieved_ids=tuple(retrieved),
@@ -270,7 +371,6 @@ def report(
     k: int = 5,
     gates: str | Mapping[str, str | float] | None = None,
     scu_enforced: bool = False,
-    refusal_case_insensitive: bool = False,
     contradicts: Contradicts | None = None,
 ) -> dict:
     """WFGY's JSON report for ``gold`` and ``traces``.
@@ -278,7 +378,8 @@ def report(
     The keys WFGY's scorer prints come first, with its names, 4-decimal rounding and string gate
     values: ``answered``, ``refused``, ``answerable``, ``unanswerable``, ``precision``, ``chr``,
     ``under_refusal``, ``over_refusal``, ``recall@k``, ``k``, ``gates``, ``pass``. Gates compare
-    the unrounded values, as the scorer does. groundjudge adds: ``scu`` (SCU checks on shipped
+    the unrounded values, as the scorer does. groundjudge adds: ``chr@k`` (the upper bound of
+    WFGY's eval README, over the same shipped answers as CHR; null when nothing shipped), ``scu`` (SCU checks on shipped
     answers whose gold item locks constraints; they count in ``precision`` and gate ``pass``
     only when ``scu_enforced``, WFGY's ``--scu_enforced``), ``gate_results`` (each gate's value,
     threshold, denominator ``n`` and verdict; a gate whose denominator is empty is ``no_data``
@@ -289,8 +390,7 @@ def report(
     items with their retrieved ids and citations, for triage).
     """
     thresholds = parse_gates(gates, scu_enforced=scu_enforced)
-    checks = check_items(gold, traces, k=k, refusal_case_insensitive=refusal_case_insensitive,
-                         contradicts=contradicts)
+    checks = check_items(gold, traces, k=k, contradicts=contradicts)
     shipped = [c for c in checks if c.shipped]
     answerable = [c for c in checks if c.answerable]
     n_s, n_a = len(shipped), len(answerable)
@@ -300,6 +400,7 @@ def report(
     under = _rate(sum(not c.answerable for c in shipped), n_u, 0.0)
     over = _rate(sum(not c.shipped for c in answerable), n_a, 0.0)
     recall = _rate(sum(bool(c.recall_hit) for c in answerable), n_a, 0.0)
+    chr_at_k = sum(c.best_hit for c in shipped) / n_s if n_s else None
 
     scu_checked = [c for c in shipped if c.constraint_ok is not None]
     violations = [c.qid for c in scu_checked if c.constraint_ok is False]
@@ -335,6 +436,7 @@ def report(
         "k": k,
         "gates": thresholds,
         "pass": all(r["passed"] for r in results),
+        "chr@k": None if chr_at_k is None else round(chr_at_k, 4),
         "scu": {
             "enforced": scu_enforced,
             "checked": len(scu_checked),
@@ -388,6 +490,8 @@ def render_markdown(result: dict) -> str:
         f"| under-refusal | {_fmt(result['under_refusal'])} | {result['unanswerable']} unanswerable |",
         f"| over-refusal | {_fmt(result['over_refusal'])} | {result['answerable']} answerable |",
         f"| recall@{result['k']} | {_fmt(result['recall@k'])} | {result['answerable']} answerable |",
+        f"| CHR@{result['k']} (upper bound: best citations among the top {result['k']}) | "
+        f"{_fmt(result['chr@k'])} | {result['answered']} shipped |",
         f"| constraint integrity (SCU) | {_fmt(scu['constraint_integrity'])} | {scu['checked']} shipped with "
         f"constraints{'' if scu['enforced'] else ' (not enforced)'} |",
         "",
@@ -425,14 +529,18 @@ def render_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
-    """WFGY's report from its gold file and trace files (all traces read as one stream, in order)."""
+def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), *,
+               settings: WfgySettings | None = None) -> ProfileResult:
+    """WFGY's report from its gold file and trace files (all traces read as one stream, in
+    order), with the scorer's options in ``settings`` (its defaults when None)."""
+    settings = settings or WfgySettings()
     gold = [g for _, g in read_gold(golden)]
     per_file = {path: [t for _, t in read_traces(path)] for path in traces}
     for path, mine in per_file.items():
         evidence_overlap(path, [t.qid for t in mine], golden, [g.qid for g in gold])
-    result = report(gold, [t for mine in per_file.values() for t in mine])
+    result = report(gold, [t for mine in per_file.values() for t in mine], k=settings.k,
+                    gates=dict(settings.gates or ()), scu_enforced=settings.scu_enforced)
     return ProfileResult(FORMAT_NAME, result, render_markdown(result), bool(result["pass"]))
 
 
-PROFILE = Profile(FORMAT_NAME, from_files)
+PROFILE = Profile(FORMAT_NAME, from_files, WfgySettings)

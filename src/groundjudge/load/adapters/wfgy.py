@@ -28,9 +28,9 @@ Conversion to the native contracts:
   ``question``; ``retrieved_ids`` -> ``retrieved_chunks`` in order; ``answer_json.claim`` ->
   ``answer``; ``answer_json.citations`` -> ``citations``; ``answer_json.constraints_echo`` is
   kept as the extra field ``constraints_echo``; ``behavior`` is ``"abstain"`` when the claim is
-  exactly the refusal token ``not in context`` (surrounding white space ignored, case and
-  punctuation not) and ``"answer"`` otherwise, WFGY's own split between refusals and shipped
-  answers.
+  the refusal token ``not in context`` (surrounding white space and case ignored, punctuation
+  not, as WFGY's scorer compares) and ``"answer"`` otherwise, WFGY's own split between
+  refusals and shipped answers.
 """
 
 from __future__ import annotations
@@ -127,21 +127,15 @@ class WfgyTrace(ForeignRecord):
         return self.answer_json.constraints_echo if self.answer_json else None
 
 
-def is_refusal(claim: str | None, *, case_insensitive: bool = False) -> bool:
-    """True when ``claim`` is the refusal token ``not in context``.
-
-    White space around the claim is ignored; case and punctuation are not, because WFGY's rule
-    is "the exact refusal token" (``"not in context."`` is a shipped answer). WFGY's reference
-    scorer also lower-cases the claim before comparing; ``case_insensitive=True`` reproduces
-    that.
+def is_refusal(claim: str | None) -> bool:
+    """True when ``claim`` is the refusal token ``not in context``, as WFGY's reference scorer
+    decides it: white space around the claim is ignored and case is not significant (the scorer
+    lower-cases the claim), punctuation is (``"not in context."`` is a shipped answer).
 
     >>> is_refusal(" not in context "), is_refusal("Not in context"), is_refusal("not in context.")
-    (True, False, False)
+    (True, True, False)
     """
-    text = (claim or "").strip()
-    if case_insensitive:
-        text = text.lower()
-    return text == REFUSAL_TOKEN
+    return (claim or "").strip().lower() == REFUSAL_TOKEN
 
 
 def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> bool:
