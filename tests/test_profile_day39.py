@@ -19,7 +19,7 @@ from groundjudge.profiles.day39 import (
     percentile,
     precision_at_k,
     release_gate,
-    render_markdown,
+    render_runner_markdown,
     report,
 )
 from tests.conftest import ROOT
@@ -276,7 +276,7 @@ def test_outputs_for_unknown_cases_are_rejected():
 
 def test_markdown_has_the_runner_tables_and_gate():
     g = read_golden(EXAMPLE / "golden.jsonl")
-    text = render_markdown(report(g, read_outputs([EXAMPLE / "outputs.jsonl"], g)))
+    text = render_runner_markdown(report(g, read_outputs([EXAMPLE / "outputs.jsonl"], g)))
     assert text.startswith("# RAG Evaluation Report\n")
     for heading in ("## Aggregate", "## Breakdown By Tag", "## Failed Queries", "## Release Gate"):
         assert heading in text

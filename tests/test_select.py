@@ -99,7 +99,9 @@ def test_every_pair_with_a_trace_gets_one_decision(mixed: tuple[Dataset, Metrics
         ("base", "error"): "trace_error: retriever timeout",
         ("base", "empty"): "empty answer",
         ("base", "blank"): "decided deterministically: abstain has no claims to judge",
-        ("base", "ghost"): "missing_text: no text for context chunk(s) ghost#9",
+        ("base", "ghost"): "missing_text: no text for context chunk(s) ghost#9; they are not in the corpus "
+                           f"{dataset.sources['corpus']}: give the chunks' text with --corpus FILE (one JSON line "
+                           "per chunk: chunk_id and text), or inline as context_chunks[].text",
     }
     assert {pair for pair, s in pairs.items() if s.judge} == {
         ("base", "ok"), ("cand", "ok"), ("base", "inline"), ("base", "failing"), ("cand", "failing"),

@@ -38,6 +38,8 @@ _EXPORTS = {
     "write_metrics_reports": "groundjudge.api",
     "profile_report": "groundjudge.api",
     "profile_settings": "groundjudge.api",
+    "for_profile": "groundjudge.api",
+    "judge_findings": "groundjudge.api",
     "calibrate": "groundjudge.api",
     "Calibration": "groundjudge.api",
     "position_probe": "groundjudge.api",

@@ -529,19 +529,73 @@ def compute_metrics(config: Config) -> dict[str, Any]:
     return as_json_dict(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
 
 
-def profile_report(config: Config, name: str) -> Any:
-    """The replaced system's own report, from the inputs in its own format."""
-    from groundjudge.load.adapters import detect_format
-    from groundjudge.profiles import run_profile
+def _profile_format(config: Config, name: str) -> None:
+    """Raise unless the inputs can be read as the profile's format ``name``: named so
+    (``--format``), or detected as it, or claimed by no foreign format (the shapes a
+    system shares with the native contracts are its own files when its profile is asked for)."""
+    from groundjudge.load.adapters import NATIVE, detect_format
 
     inputs = config.inputs
     if not inputs.golden or not inputs.traces:
         raise InputError.one(_where(config), None, "profile", "a profile needs --golden and --traces")
+    if inputs.format == name:
+        return
+    if inputs.format not in ("auto", name):
+        raise InputError.one(_where(config), None, "format", f"the {name} profile reads {name} files, not "
+                                                             f"--format {inputs.format}")
     found = detect_format(inputs.golden, inputs.traces)
-    if found != name:
+    if found not in (name, NATIVE):
         raise InputError.one(inputs.golden, 1, "format", f"the {name} profile reads {name} files, these look like "
                                                          f"{found} files")
-    return run_profile(name, inputs.golden, inputs.traces, inputs.live, profile_settings(config, name),
+
+
+def for_profile(config: Config, name: str) -> Config:
+    """``config`` with its inputs read in the format of profile ``name`` (an input error when
+    they are in another system's format) and, where the profile reports judge criteria of a
+    rubric version of its own and the config names no version of that rubric, that version."""
+    from groundjudge.profiles import profile_rubric
+
+    _profile_format(config, name)
+    update: dict[str, Any] = {"inputs": config.inputs.model_copy(update={"format": name})}
+    wanted = profile_rubric(name)
+    if wanted is not None and config.judge.rubric == wanted[0] and config.judge.rubric_version is None:
+        update["judge"] = config.judge.model_copy(update={"rubric_version": wanted[1]})
+    return config.model_copy(update=update)
+
+
+def judge_findings(result: RunResult) -> Any:
+    """What the run's judge found, as the plain values a profile reads
+    (:class:`groundjudge.profiles.JudgeFindings`): per (config, case) the verdicts, or why
+    there is none (decided without a judge, judge_error, out of budget); per judge metric
+    whether the judge is trusted for it."""
+    from groundjudge.profiles import JudgedCase, JudgeFindings
+
+    judge = result.judge
+    cases: dict[tuple[str, str], JudgedCase] = {}
+    for s in result.selections:
+        if not s.judge:
+            cases[(s.config_id, s.case_id)] = JudgedCase("not_sent", s.reason)
+    for cfg, section in judge.per_config.items():
+        for cid, case in section.cases.items():
+            cases[(cfg, cid)] = JudgedCase(case.status, case.reason,
+                                           {n: v.label for n, v in case.criteria.items()},
+                                           {n: v.value for n, v in case.criteria.items()})
+    ref = judge.identity.rubric
+    return JudgeFindings(rubric=f"{ref.id}/v{ref.version}", model=judge.identity.model,
+                         criteria={c.name: c.metric for c in judge.criteria},
+                         kinds={c.name: c.kind for c in judge.criteria}, cases=cases,
+                         trust={m: (t.trusted, t.reason) for m, t in result.gates.trust.items()})
+
+
+def profile_report(config: Config, name: str, result: RunResult | None = None) -> Any:
+    """The replaced system's own report, from the inputs in its own format; with ``result``
+    (a run's), what its judge found too, for a profile that reports it."""
+    from groundjudge.profiles import run_profile
+
+    _profile_format(config, name)
+    inputs = config.inputs
+    return run_profile(name, inputs.golden, inputs.traces, inputs.live,  # type: ignore[arg-type]
+                       profile_settings(config, name), judge=judge_findings(result) if result is not None else None,
                        corpus=inputs.corpus)
 
 

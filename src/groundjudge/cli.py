@@ -253,6 +253,8 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
         "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out,
         **profile_flags(click.get_current_context(), profile)})
+    if profile:
+        config = api.for_profile(config, profile)  # both halves read the inputs in the profile's format
     out_dir = config.output.out or default_out()
     api.check_outputs(out_dir)
     doc = api.compute_metrics(config)
@@ -326,6 +328,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     from groundjudge.judge.batch import BatchError
     from groundjudge.progress import JudgeProgress
 
+    if profile:
+        config = api.for_profile(config, profile)  # its format, and the rubric version its report needs
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     api.check_gate_config(config, pinned)  # so is a gate that could not be evaluated
     # The inputs live until the process ends: keep the collector from walking their millions of
@@ -371,6 +375,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
             judge.config = config
         with JudgeProgress(quiet) as progress:
             result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate, spent=spent)
+    if own is not None:
+        own = api.profile_report(config, own.name, result)  # again, with what the judge found
     if GroundjudgeGroup.owns_process:
         # The process ends once the reports are written (os._exit below): the collector stays
         # off from here, rather than walk the reports' millions of objects when it is back on.
@@ -385,7 +391,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + terminal("; ".join(gates.failed))))
         click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
         if own is not None:
-            click.echo(f"profile {own.name}: " + {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed])
+            click.echo(f"profile {own.name}: "
+                       + (own.status or {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed]))
     if result.judge_stopped:
         click.echo(f"judge stopped: {terminal(result.judge_stopped)} (exit code {EXIT_JUDGE_UNREACHABLE}: the verdict "
                    "is unknown; the run is kept in the history but compared with nothing)", err=True)
@@ -760,7 +767,7 @@ def rubrics_list(rubrics_dir: Path | None) -> None:
         r = parse_rubric_file(path)
         state = ("published" if lock[r.key] == r.content_hash else "EDITED after publishing") if r.key in lock \
             else "draft (not locked)"
-        click.echo(f"{r.key}  {r.content_hash[:12]}  {state}  {path}")
+        click.echo(f"{r.key}  {r.content_hash[:12]}  {state}{'  opt-in (only when named)' if r.opt_in else ''}  {path}")
 
 
 @rubrics.command("show")

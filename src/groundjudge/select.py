@@ -87,6 +87,17 @@ def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]
     return item, []
 
 
+def _text_hint(dataset: Dataset) -> str:
+    """How to give the judge the text it lacks: a corpus (in the inputs' own format, whose
+    adapter may read the system's own chunk store), or the text in the trace itself."""
+    corpus = dataset.sources.get("corpus")
+    where = f"they are not in the corpus {corpus}" if corpus else "no corpus was given"
+    fmt = dataset.sources.get("format")
+    store = f" (for {fmt} files, the system's own chunk store is read as the corpus)" if fmt and fmt != "native" else ""
+    return (f"; {where}: give the chunks' text with --corpus FILE (one JSON line per chunk: chunk_id and text)"
+            f"{store}, or inline as context_chunks[].text")
+
+
 def _smoke_sample(dataset: Dataset, per_tag: int, seed: int) -> set[str]:
     def order(case_id: str) -> str:
         return hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()
@@ -143,7 +154,7 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
                 continue
             item, missing = judge_item(dataset, trace, pairs)
             if item is None:
-                skip(f"missing_text: no text for context chunk(s) {', '.join(missing)}")
+                skip(f"missing_text: no text for context chunk(s) {', '.join(missing)}{_text_hint(dataset)}")
                 continue
             if sample is not None and case_id not in sample:
                 skip("smoke: outside the stratified sample")

@@ -7,8 +7,8 @@ with a 24 h window. The state of the run's batches lives in ``RUN_DIR/batch/stat
 any later process can poll and collect. Collected replies go into the judge cache exactly as a
 live call stores them (same key, same ``CachedReply``), and the run then finishes from the
 cache. A reply that needs its one repair is repaired in a following batch (it depends on the
-first reply). claim_check's questions are batched the same way: support, cited-support and
-nugget questions first, the contradiction questions (which depend on the support answers) in
+first reply). claim_check's questions are batched the same way: support, cited-support, nugget and
+relevance questions first, the contradiction questions (which depend on the support answers) in
 a following batch. Lines that failed, and lines an expired or cancelled batch never answered, are
 not sent in a batch again: the finishing run asks them live (with the usual retries), where
 they end judged or ``judge_error`` with a reason.
@@ -289,9 +289,9 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
     (``JudgeEngine._ask``): no answer yet, or an invalid one (prose, a word cut short) that
     gets its repair (the same question again), or whose repair was invalid too and is asked
     again from the start (``retry_errors``, unless this run already sent it: ``asked``).
-    Support, cited-support and nugget questions depend on nothing; the contradiction questions
-    depend on the support answers, so they are planned once those are all readable in the
-    cache (a following batch)."""
+    Support, cited-support, nugget and relevance questions depend on nothing; the contradiction
+    questions depend on the support answers, so they are planned once those are all readable
+    in the cache (a following batch)."""
     spec = rubric.claim_questions
     assert spec is not None
     out: dict[str, Planned] = {}
@@ -326,7 +326,7 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
         asked_now = claim_check.claim_questions(rubric, plan)
         answers = [add(item, q) for q in asked_now]
         cited = claim_check.cited_questions(rubric, item, plan, claim_check.cited_unfound(rubric, item, plan))[0]
-        for q in [*cited, *claim_check.nugget_questions(rubric, plan)]:
+        for q in [*cited, *claim_check.nugget_questions(rubric, plan), *claim_check.relevance_questions(rubric, item)]:
             add(item, q)
         if any(a is None for a in answers):
             continue

@@ -8,6 +8,8 @@ concurrently where the endpoint allows):
 2. per claim whose support is low, if the rubric asks: does the context contradict it? (same prefix)
 3. per claim with citations: does what it cites support it? (prefix: only the cited chunks)
 4. per nugget of the expected answer: does the answer state it? (prefix: question and answer)
+5. where the rubric asks it (``claim_questions.relevance``), once: does the answer respond to
+   what was asked? (question and answer, as the nugget prefix starts)
 
 Each answer is one token; its probability (``P(yes) / (P(yes) + P(no))`` over the top
 alternatives) is the support. Every question is cached on its own, keyed by the exact messages
@@ -35,7 +37,7 @@ from groundjudge.judge.rubric import ClaimQuestions, Rubric
 from groundjudge.judge.verdict import VerdictError
 from groundjudge.select import JudgeItem
 
-Kind = Literal["claim", "contradiction", "cited", "nugget"]
+Kind = Literal["claim", "contradiction", "cited", "nugget", "relevance"]
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,16 @@ def nugget_questions(rubric: Rubric, plan: CasePlan) -> list[Question]:
         return []
     return [Question("nugget", i, _messages(rubric, plan.nugget_prefix, spec.render("nugget", nugget=neutralize(n))))
             for i, n in enumerate(plan.nuggets)]
+
+
+def relevance_questions(rubric: Rubric, item: JudgeItem) -> list[Question]:
+    """The one relevance question of a case, where the rubric asks it (none for an empty answer)."""
+    spec = rubric.claim_questions
+    assert spec is not None
+    if spec.relevance is None or not item.answer.strip():
+        return []
+    text = spec.render("relevance", question=neutralize(item.question), answer=neutralize(item.answer))
+    return [Question("relevance", 0, _messages(rubric, text, ""))]
 
 
 def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[int, Answer],

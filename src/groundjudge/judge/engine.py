@@ -488,13 +488,15 @@ class JudgeEngine:
         cited |= {i: claim_check.grounded(rubric, None, cited_unfound[i], cut)
                   for i, why in settled.items() if why == "terms_decide"}
         nuggets = await self._ask_all(out, claim_check.nugget_questions(rubric, plan), sem, stop, fresh)
+        relevant = await self._ask_all(out, claim_check.relevance_questions(rubric, item), sem, stop, fresh)
         claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut,
                                            model if plan.unfound is not None else None)
         out.nuggets = claim_check.nugget_results(plan, nuggets, 0.5)
         out.claims = claims
         out.criteria = criterion_values(rubric.criteria, claims=claims, nuggets=out.nuggets,
                                         has_expected_answer=bool(item.expected_answer),
-                                        nothing_to_check=bool(item.answer.strip()) and not plan.sentences)
+                                        nothing_to_check=bool(item.answer.strip()) and not plan.sentences,
+                                        relevance=(relevant[0].probability, relevant[0].said_yes) if relevant else None)
         out.status, out.source = "judged", "call" if fresh[0] else "cache"
 
     async def _run_claim_item(self, item: JudgeItem, cases: asyncio.Semaphore, sem: asyncio.Semaphore,

@@ -32,7 +32,7 @@ _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, ke
 
 
 ScoreKind = Literal["claim_share", "cited_claim_share", "field", "claim_support", "cited_claim_support",
-                   "nugget_grade"]
+                   "nugget_grade", "nugget_share", "answer_relevance"]
 
 # Rubrics published before criteria named their metric and score (grounded_answer v1): what
 # their three criteria mean. Only used where a rubric leaves these fields out, so the published
@@ -58,6 +58,11 @@ class Criterion(BaseModel):
     - ``field``: the reply's field ``field`` (default: the criterion's name), on the label scale.
     - ``nugget_grade``: the share of expected-answer nuggets the answer states, mapped to the
       label scale by ``cut_points`` (ascending; grade = how many cut points the share reaches).
+    - ``nugget_share``: that share itself; the label is true when the answer states every
+      nugget (nothing the expected answer holds is missing).
+    - ``answer_relevance``: the support of the one question whether the answer responds to
+      what was asked (``claim_questions.relevance``); the label is true when it reaches
+      ``threshold``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -110,7 +115,7 @@ class Criterion(BaseModel):
     def uses_expected_answer(self) -> bool:
         if self.needs_expected_answer is not None:
             return self.needs_expected_answer
-        return self.score_kind == "nugget_grade" or (self.name == "correct" and self.score is None)
+        return self.score_kind in ("nugget_grade", "nugget_share") or (self.name == "correct" and self.score is None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -157,6 +162,9 @@ class ClaimQuestions(BaseModel):
     nugget_context: str  # variables: question, answer (the answer is what nuggets are checked against)
     nugget: str  # variables: nugget
     contradiction: str | None = None  # variables: claim; asked for claims below `contradiction_below`
+    # variables: question, answer; asked once per answer: does it respond to what was asked?
+    # (a rubric with an ``answer_relevance`` criterion needs it)
+    relevance: str | None = None
     contradiction_below: float = Field(default=0.5, ge=0, le=1)
     yes_tokens: list[str] = Field(min_length=1)  # answers that mean yes (compared case- and space-insensitively)
     no_tokens: list[str] = Field(min_length=1)
@@ -166,7 +174,8 @@ class ClaimQuestions(BaseModel):
     @model_validator(mode="after")
     def _variables(self) -> ClaimQuestions:
         allowed = {"context": {"question", "contexts", "answer"}, "claim": {"claim"},
-                   "nugget_context": {"question", "answer"}, "nugget": {"nugget"}, "contradiction": {"claim"}}
+                   "nugget_context": {"question", "answer"}, "nugget": {"nugget"}, "contradiction": {"claim"},
+                   "relevance": {"question", "answer"}}
         for name, names in allowed.items():
             source = getattr(self, name)
             if source is None:
@@ -175,8 +184,11 @@ class ClaimQuestions(BaseModel):
             if unknown:
                 raise ValueError(f"claim_questions.{name} uses unknown variables {sorted(unknown)}; "
                                  f"allowed: {sorted(names)}")
-        needed = {"context": {"contexts"}, "claim": {"claim"}, "nugget_context": {"answer"}, "nugget": {"nugget"}}
+        needed = {"context": {"contexts"}, "claim": {"claim"}, "nugget_context": {"answer"}, "nugget": {"nugget"},
+                  "relevance": {"question", "answer"}}
         for name, names in needed.items():
+            if getattr(self, name) is None:
+                continue
             missing = names - _template_variables(getattr(self, name))
             if missing:
                 raise ValueError(f"claim_questions.{name} must show {sorted(missing)}")
@@ -190,6 +202,10 @@ class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     version: int = Field(ge=1)
+    # chosen only when named (``rubric_version``, or a profile that needs it), never as the
+    # family's newest: a version that costs more than its predecessor for criteria most runs
+    # do not report
+    opt_in: bool = False
     description: str
     criteria: list[Criterion] = Field(min_length=1)
     system_prompt: str
@@ -208,7 +224,12 @@ class Rubric(BaseModel):
         if self.protocol == "claim_questions":
             if self.claim_questions is None:
                 raise ValueError("protocol claim_questions needs a claim_questions section")
+            if self.claim_questions.relevance is None and any(c.score_kind == "answer_relevance"
+                                                              for c in self.criteria):
+                raise ValueError("an answer_relevance criterion needs claim_questions.relevance, the question asked")
             return self
+        if any(c.score_kind in ("answer_relevance", "nugget_share") for c in self.criteria):
+            raise ValueError("answer_relevance and nugget_share criteria are scored from claim_questions answers")
         if self.user_template is None or self.repair_prompt is None or self.output_schema is None:
             raise ValueError("protocol one_call_json needs user_template, repair_prompt and output_schema")
         unknown = _template_variables(self.user_template) - USER_VARIABLES
@@ -308,7 +329,8 @@ def rubric_files(rubrics_dir: Path) -> list[Path]:
 
 
 def load_rubric(rubrics_dir: Path, rubric_id: str, version: int | None = None) -> Rubric:
-    """Load a rubric (its newest version by default) and check it against the lock file."""
+    """Load a rubric (by default its newest version that is not ``opt_in``) and check it
+    against the lock file."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", rubric_id) or ".." in rubric_id:
         raise _problem(rubrics_dir, "rubric", f"{rubric_id!r} is not a rubric id (letters, digits, '_', '-', '.')")
     candidates = sorted(rubrics_dir.glob(f"{rubric_id}/v*.yaml"), key=lambda p: int(p.stem[1:]))
@@ -319,6 +341,11 @@ def load_rubric(rubrics_dir: Path, rubric_id: str, version: int | None = None) -
         raise _problem(rubrics_dir, "rubric", f"no rubric {wanted} under {rubrics_dir}")
     path = candidates[-1]
     rubric = parse_rubric_file(path)
+    if version is None:  # the newest version that is not opt-in (the newest, if all are)
+        for older in reversed(candidates[:-1]):
+            if not rubric.opt_in:
+                break
+            path, rubric = older, parse_rubric_file(older)
     pinned = read_lock(rubrics_dir).get(rubric.key)
     if pinned is None:
         raise _problem(path, None, f"rubric {rubric.key} is not published in {LOCK_NAME}; "

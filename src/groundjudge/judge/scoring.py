@@ -104,15 +104,44 @@ def _nugget_grade(criterion: Criterion, nuggets: Sequence[NuggetResult]) -> Crit
     return CriterionValue(label=grade, value=float(grade), confidence=confidence)
 
 
+def _nugget_share(nuggets: Sequence[NuggetResult]) -> CriterionValue:
+    """The share of nuggets stated; true when every one is; the confidence that every one is
+    (the product of their P(stated)), where each nugget carries a probability."""
+    if not nuggets:
+        return CriterionValue(label=None, value=None)
+    stated = sum(1 for n in nuggets if n.stated)
+    probabilities = [n.confidence for n in nuggets]
+    confidence = None
+    if all(p is not None for p in probabilities):
+        confidence = 1.0
+        for p in probabilities:
+            confidence *= float(p)  # type: ignore[arg-type]
+    return CriterionValue(label=stated == len(nuggets), value=stated / len(nuggets), confidence=confidence)
+
+
+def _relevance(criterion: Criterion, answer: tuple[float | None, bool] | None) -> CriterionValue:
+    """The relevance question's support as the value, true at ``threshold``; without token
+    probabilities the sampled answer decides and the confidence is unknown."""
+    if answer is None:
+        return CriterionValue(label=None, value=None)
+    probability, said_yes = answer
+    if probability is None:
+        return CriterionValue(label=said_yes, value=1.0 if said_yes else 0.0)
+    return CriterionValue(label=probability >= criterion.cut, value=probability,
+                          confidence=centred(probability, criterion.cut))
+
+
 def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],
                      nuggets: Sequence[NuggetResult] = (), fields: Mapping[str, Any] | None = None,
-                     has_expected_answer: bool, nothing_to_check: bool = False) -> dict[str, CriterionValue]:
+                     has_expected_answer: bool, nothing_to_check: bool = False,
+                     relevance: tuple[float | None, bool] | None = None) -> dict[str, CriterionValue]:
     """One value per criterion; raises :class:`VerdictError` when a reply field is missing or
     off its scale (which earns the reply one repair).
 
     ``nothing_to_check``: the answer has text but no sentence states a checkable fact (a
     greeting, a refusal about the passages): it cannot be unfaithful, so a ``claim_support``
-    criterion is true there, with no mean support to average.
+    criterion is true there, with no mean support to average. ``relevance``: the answer to the
+    relevance question, (P(yes) or None, whether the sampled word was yes).
     """
     out: dict[str, CriterionValue] = {}
     cited = [c for c in claims if c.cited]
@@ -134,6 +163,10 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
             out[criterion.name] = _support([_probability(c, True) for c in cited], criterion.cut)
         elif kind == "nugget_grade":
             out[criterion.name] = _nugget_grade(criterion, nuggets)
+        elif kind == "nugget_share":
+            out[criterion.name] = _nugget_share(nuggets)
+        elif kind == "answer_relevance":
+            out[criterion.name] = _relevance(criterion, relevance)
         else:
             out[criterion.name] = _field(criterion, fields or {})
     return out

@@ -596,7 +596,7 @@ def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), 
                   f"{', '.join(str(d) for d in dict.fromkeys(r.database for r in stored))}",)
     versions = (runs[0].chunker_version, runs[1].chunker_version) if len(runs) == 2 else None
     return ProfileResult(FORMAT_NAME, result, render_markdown(result, notes, versions), None,  # kb-eval has no gate
-                         notes)
+                         notes=notes)
 
 
 def case_outcomes(report: Mapping[str, Any]) -> CaseOutcomes | None:

@@ -13,7 +13,7 @@ a ``[profile.<name>]`` table in the config file and a flag on ``metrics`` and ``
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
@@ -28,6 +28,8 @@ __all__ = [
     "Flag",
     "Knob",
     "NoSettings",
+    "JudgeFindings",
+    "JudgedCase",
     "Profile",
     "ProfileResult",
     "ProfileSettings",
@@ -37,6 +39,7 @@ __all__ = [
     "profile_names",
     "profile_outcomes",
     "profile_settings",
+    "profile_rubric",
     "register_profile",
     "relative_to_config",
     "run_profile",
@@ -50,7 +53,9 @@ class ProfileResult:
     report: dict[str, Any]
     markdown: str
     passed: bool | None  # the system's own gate verdict; None where it has no gate
+    _: KW_ONLY  # what a profile may add, by name
     notes: tuple[str, ...] = ()  # why a metric of its own is null, what it wrote besides the report
+    status: str | None = None  # the system's own word for it where it has more than two (PASS_WITH_RISK)
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,36 @@ def _knobs_of(profile: str, settings: type[ProfileSettings]) -> tuple[Knob, ...]
 
 
 @dataclass(frozen=True)
+class JudgedCase:
+    """The judge's word on one (config, case) pair: ``status`` is ``judged``, ``judge_error``,
+    ``skipped`` (its budget ran out) or ``not_sent`` (decided without a judge: a refusal, an
+    empty answer, a context without text...), with the reason; labels and values by criterion
+    name (only when judged)."""
+
+    status: str
+    reason: str | None = None
+    labels: Mapping[str, bool | int | None] = field(default_factory=dict)
+    values: Mapping[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgeFindings:
+    """What a run's judge found, as plain values, for a profile that reports judge criteria
+    (profiles come before the judge stage, so they read this, never the judge's own records).
+
+    ``criteria``: criterion name -> the metric it feeds (``faithful`` -> ``faithfulness``);
+    ``kinds``: criterion name -> ``binary`` or ``ordinal``; ``cases``: (config id, case id) ->
+    :class:`JudgedCase`; ``trust``: metric -> (trusted, why), as the run's gates decided it."""
+
+    rubric: str
+    model: str
+    criteria: Mapping[str, str]
+    kinds: Mapping[str, str]
+    cases: Mapping[tuple[str, str], JudgedCase]
+    trust: Mapping[str, tuple[bool, str]]
+
+
+@dataclass(frozen=True)
 class Profile:
     """``from_files(golden, traces, live)`` reads files in the format ``name`` and returns the
     system's own report; it raises :class:`InputError` for anything it cannot read. ``live`` is
@@ -150,6 +185,12 @@ class Profile:
     uses_corpus: bool = False  # from_files also takes the run's corpus file (keyword ``corpus``, or None)
     # its own per-case outcomes, read from its report (see CaseOutcomes); None: it compares none
     case_outcomes: Callable[[Mapping[str, Any]], CaseOutcomes | None] | None = None
+    # (rubric id, version) whose criteria the report needs; a run with the profile uses that
+    # version unless the config names a version of that rubric (None: the config's rubric)
+    rubric: tuple[str, int] | None = None
+    # whether ``from_files`` takes the keyword ``judge``: what a run's judge found
+    # (:class:`JudgeFindings`), None in a run without a judge (``metrics``)
+    reads_judge: bool = False
 
     @property
     def knobs(self) -> tuple[Knob, ...]:
@@ -267,17 +308,28 @@ def profile_settings(name: str, values: Mapping[str, Any], *, source: str = "com
         raise InputError(problems) from None
 
 
+def profile_rubric(name: str) -> tuple[str, int] | None:
+    """The rubric version profile ``name`` reports judge criteria of, if any (None for an
+    unknown profile: :func:`run_profile` says so)."""
+    profile = _PROFILES.get(name)
+    return profile.rubric if profile is not None else None
+
+
 def run_profile(name: str, golden: Path, traces: Sequence[Path], live: Sequence[Path] = (),
-                settings: ProfileSettings | None = None, *, corpus: Path | None = None) -> ProfileResult:
+                settings: ProfileSettings | None = None, judge: JudgeFindings | None = None, *,
+                corpus: Path | None = None) -> ProfileResult:
     """The system's own report from files in its own format (``name`` is also the format),
-    with ``settings`` (default: the profile's defaults) when the profile has knobs, and the
-    run's ``corpus`` file when the profile uses one."""
+    with ``settings`` (default: the profile's defaults) when the profile has knobs, ``judge``,
+    what the run's judge found, when it reads that (``reads_judge``), and the run's ``corpus``
+    file when the profile uses one (``uses_corpus``)."""
     if name not in _PROFILES:
         raise InputError.one(golden, None, "profile",
                              f"unknown profile {name!r}; known: {', '.join(_PROFILES)}")
     profile = _PROFILES[name]
     args = (Path(golden), [Path(t) for t in traces], [Path(p) for p in live])
     extra: dict[str, Any] = {"corpus": Path(corpus) if corpus else None} if profile.uses_corpus else {}
+    if profile.reads_judge:
+        extra["judge"] = judge
     if not profile.settings.model_fields:
         return profile.from_files(*args, **extra)
     return profile.from_files(*args, settings=settings if settings is not None else profile.settings(), **extra)

@@ -145,11 +145,24 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     calibration = doc.get("calibration")
     if calibration:
         out += calibration_lines(calibration)
+    out += _version_lines(doc)
     prov = doc["provenance"]
     out += ["", "## Provenance", "",
             f"groundjudge {markdown(prov['tool_version'])}, commit {markdown(prov['git_commit'] or 'unknown')}"
             + (" (dirty)" if prov["git_dirty"] else "") + f", Python {prov['python']}.", ""]
     return "\n".join(out)
+
+
+def _version_lines(doc: dict[str, Any]) -> list[str]:
+    """The versions the traces carry (eval set, corpus, chunking, index, prompt, generator...),
+    per config: what a number in this report was measured on."""
+    per = {cfg: doc["per_config"][cfg].get("versions") or {} for cfg in doc["configs"]}
+    keys = sorted({k for v in per.values() for k in v})
+    if not keys:
+        return []
+    return ["", "## Versions (from the traces)", ""] + _table(
+        ["config", *map(markdown, keys)],
+        [[markdown(cfg), *(", ".join(map(markdown, v.get(k, []))) or "—" for k in keys)] for cfg, v in per.items()])
 
 
 def _record_cell(ref: dict[str, Any] | None, fallback: str) -> str:

@@ -19,6 +19,19 @@ Output line (one per query per config)::
      "latency_ms": {"retrieve": 38, "end_to_end": 1548}, "tokens": {"prompt": 1840},
      "cost_usd": 0.0028, "versions": {"index": "...", "prompt": "..."}}
 
+Document store line (``--corpus``; the chunk metadata the lesson asks every chunk to carry,
+plus its text)::
+
+    {"chunk_id": "hr_leave_policy:v2026-01:chunk_003", "document_id": "hr_leave_policy",
+     "document_version": "v2026-01", "section_path": "Nghỉ phép > Phép năm", "page_start": 2,
+     "page_end": 2, "acl_roles": ["employee"], "text_hash": "sha256:...",
+     "chunking_strategy": "markdown_v2_800_120", "index_version": "rag-index-2026-05-10",
+     "text": "..."}
+
+``document_id`` and ``document_version`` may be left out when the chunk id names them
+(``document:version:chunk``, as every id in the lesson does); ``doc_id`` is read as
+``document_id``. ``acl_roles`` become the chunk's ACL roles; the other fields are kept.
+
 Defaults follow the runner: a missing (or null) list is empty, a missing ``relevance`` gives
 each expected chunk grade 3 (applied by the profile), ``difficulty`` defaults to ``unknown``,
 ``expected_behavior`` to ``answer`` and ``config_id`` to ``unknown``. Stricter than the runner,
@@ -38,9 +51,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 
-from groundjudge.contracts import Behavior, GoldenCase, NonEmptyStr
+from groundjudge.contracts import Behavior, CorpusChunk, GoldenCase, NonEmptyStr
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     NativeData,
@@ -52,15 +65,18 @@ from groundjudge.load.adapters.foreign import (
 )
 from groundjudge.load.adapters.registry import InputFormat
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.records import convert_records, read_records
+from groundjudge.load.dataset import Corpus
+from groundjudge.load.records import convert_records, read_records, validation_problems
 
 __all__ = [
     "FORMAT",
     "FORMAT_NAME",
     "ChunkRef",
+    "Day39Chunk",
     "Day39Golden",
     "Day39Output",
     "looks_like",
+    "read_corpus",
     "read_golden",
     "read_outputs",
     "to_native",
@@ -182,6 +198,69 @@ def read_outputs(paths: Sequence[str | Path], golden: Mapping[str, Day39Golden])
     return [output for _, _, output in _read_output_lines(paths, golden)]
 
 
+class Day39Chunk(ForeignRecord):
+    """One chunk of the document store: its text and the metadata the lesson asks for."""
+
+    chunk_id: NonEmptyStr
+    text: str
+    document_id: NonEmptyStr | None = Field(default=None, validation_alias=AliasChoices("document_id", "doc_id"))
+    document_version: str | None = None
+    section_path: list[str] | str = Field(default_factory=list)
+    page_start: int | None = Field(default=None, ge=0)
+    page_end: int | None = Field(default=None, ge=0)
+    acl_roles: list[str] = Field(default_factory=list)
+
+    _nulls = null_as_default("section_path", "acl_roles")
+
+    @property
+    def id_parts(self) -> tuple[str, str] | None:
+        """(document, version) as the lesson's chunk ids name them: ``document:version:chunk``."""
+        parts = self.chunk_id.split(":")
+        return (parts[0], parts[1]) if len(parts) >= 3 and parts[0] and parts[1] else None
+
+
+def _chunk_to_native(chunk: Day39Chunk, path: Path, line: int, problems: list[InputProblem]) -> CorpusChunk | None:
+    named = chunk.id_parts
+    document = chunk.document_id or (named[0] if named else None)
+    if document is None:
+        problems.append(InputProblem(str(path), line, "document_id",
+                                     f"required: chunk id {chunk.chunk_id!r} does not name its document "
+                                     "(document:version:chunk); give document_id"))
+        return None
+    mapped: dict[str, Any] = {
+        "chunk_id": chunk.chunk_id,
+        "doc_id": document,
+        "doc_version": chunk.document_version or (named[1] if named and not chunk.document_id else None),
+        "text": chunk.text,
+        "section_path": chunk.section_path,
+        "acl": {"roles": list(chunk.acl_roles)} if chunk.acl_roles else None,
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
+    }
+    try:
+        return CorpusChunk.model_validate(merge_extras(mapped, chunk.model_extra, "day39_"))
+    except ValidationError as exc:
+        problems.extend(validation_problems(path, line, exc))
+        return None
+
+
+def read_corpus(path: str | Path) -> Corpus:
+    """The document store at ``path`` as the corpus: the text the judge reads behind the chunk
+    ids of the outputs. Raises :class:`InputError` naming file, line and field for a bad line,
+    a repeated chunk id or a chunk whose document cannot be told."""
+    path = Path(path)
+    chunks, lines = read_unique(path, Day39Chunk, "chunk_id", "chunk id")
+    problems: list[InputProblem] = []
+    out: dict[str, CorpusChunk] = {}
+    for cid, chunk in chunks.items():
+        native = _chunk_to_native(chunk, path, lines[cid], problems)
+        if native is not None:
+            out[cid] = native
+    if problems:
+        raise InputError(problems)
+    return Corpus(out)
+
+
 _GOLD_KEYS = frozenset({"id", "question", "expected_chunk_ids"})
 _TRACE_KEYS = frozenset({"query_id", "retrieved_chunks"})
 # Fields only the day-39 contract uses; without one of them a line is indistinguishable from a
@@ -194,7 +273,10 @@ def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
 
     The day-39 contract shares its field names with the native one, so only its own markers
     decide: a golden case whose ``user_context`` names ``tenant_id`` (native: ``tenant``); an
-    output with ``expected_behavior_observed``, ``query_rewrite`` or ``reranked_chunks``.
+    output with ``expected_behavior_observed``, ``query_rewrite`` or ``reranked_chunks``, or
+    without ``config_id`` (the native contract requires one; the runner reads it as
+    ``unknown``). A golden file whose first case has no ``tenant_id`` (it is optional) is
+    then told by its outputs.
     """
     if not isinstance(first_object, dict):
         return False
@@ -202,7 +284,8 @@ def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
         context = first_object.get("user_context")
         return _GOLD_KEYS <= first_object.keys() and isinstance(context, dict) and "tenant_id" in context
     if role == "trace":
-        return _TRACE_KEYS <= first_object.keys() and bool(_TRACE_MARKERS & first_object.keys())
+        return _TRACE_KEYS <= first_object.keys() and (
+            bool(_TRACE_MARKERS & first_object.keys()) or "config_id" not in first_object)
     return False
 
 
@@ -283,4 +366,4 @@ def to_native(gold_path: str | Path, trace_paths: Sequence[str | Path], *, confi
     return cases, traces
 
 
-FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native)
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native, read_corpus=read_corpus)

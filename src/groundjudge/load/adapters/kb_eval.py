@@ -397,4 +397,4 @@ def claims_file(path: Path, role: Literal["gold", "trace"]) -> bool:
     return role == "trace" and is_database(split_run(path)[0])
 
 
-FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native, claims_file)
+FORMAT = InputFormat(FORMAT_NAME, looks_like, to_native, claims_file=claims_file)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,12 +53,17 @@ class InputFormat:
     by config id -> case id -> paraphrase index; it raises :class:`InputError` naming file, line
     and field for anything it cannot read. ``claims_file(path, role)``, when given, recognises
     a whole file that has no first record to look at (a database); it must not raise.
+    ``read_corpus(path)``, where the system keeps its chunks in a shape of its own, reads that
+    file as the corpus (the same errors).
     """
 
     name: str
     looks_like: Callable[[dict[str, Any], Role], bool]
     to_native: Callable[[Path, list[Path]], NativeData]
+    _: KW_ONLY  # the optional hooks, by name: a positional one would land in the wrong field
     claims_file: Callable[[Path, Role], bool] | None = None
+    # The system's own chunk store, read as the corpus (``--corpus``); None: the native corpus.
+    read_corpus: Callable[[Path], Corpus] | None = None
 
 
 _FORMATS: dict[str, InputFormat] = {}
@@ -145,7 +150,8 @@ def load_any(golden: str | Path, traces: Sequence[str | Path], corpus: str | Pat
     if fmt not in _FORMATS:
         raise InputError.one(golden, None, "format", f"unknown format {fmt!r}; known: {', '.join(format_choices())}")
     cases, by_config = _FORMATS[fmt].to_native(Path(golden), [Path(t) for t in traces])
-    the_corpus = load_corpus(corpus) if corpus else Corpus()
+    read_corpus = _FORMATS[fmt].read_corpus or load_corpus
+    the_corpus = read_corpus(corpus) if corpus else Corpus()
     sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or ""),
                "format": fmt}
     return assemble_dataset(cases, by_config, the_corpus, sources), fmt

@@ -1,4 +1,4 @@
-"""The day-39 profile: the lesson's eval runner report and release gate, in its own terms.
+"""The day-39 lesson's eval runner: its metrics, tables and release gate, in its own terms.
 
 Pure functions over records read by :mod:`groundjudge.load.adapters.day39`. The runner's
 definitions, per case (``relevant`` = the case's ``expected_chunk_ids``; rankings are the
@@ -42,12 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from groundjudge.inert import markdown
-from groundjudge.load.adapters.day39 import FORMAT_NAME, Day39Golden, Day39Output, read_golden, read_outputs
-from groundjudge.profiles.registry import Profile, ProfileResult
+from groundjudge.load.adapters.day39 import Day39Golden, Day39Output
 
 __all__ = [
     "ABSTAIN_PHRASES",
-    "PROFILE",
     "DEFAULT_GATES",
     "K_VALUES",
     "MAX_FAILED_ROWS",
@@ -392,13 +390,3 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", "## Golden Cases Without Output", ""]
         lines += [f"- {_cell(cfg)}: {', '.join(map(markdown, ids))}" for cfg, ids in missing.items()]
     return "\n".join(lines) + "\n"
-
-
-def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = ()) -> ProfileResult:
-    """The runner's report from its golden file and output files; its release gate is the verdict."""
-    cases = read_golden(golden)
-    result = report(cases, read_outputs(list(traces), cases))
-    return ProfileResult(FORMAT_NAME, result, render_markdown(result), result["exit_code"] == 0)
-
-
-PROFILE = Profile(FORMAT_NAME, from_files)
