@@ -6,7 +6,6 @@ citations_supported verdicts are v4's."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
@@ -18,12 +17,12 @@ import pytest
 
 from groundjudge import api
 from groundjudge.judge.cache import JudgeCache
-from groundjudge.judge.client import ClientSettings, JudgeClient
-from groundjudge.judge.engine import JudgeEngine
+from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric, load_rubric, read_lock
 from groundjudge.metrics.evaluate import evaluate_dataset
 from tests.support.judge_replies import claim_answer
+from tests.support.engine_run import judge_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,13 +43,7 @@ RELEVANCE = "respond to what the QUESTION asks"  # the relevance question's word
 
 
 def judge(rubric: Rubric, items: list[JudgeItem], srv: ScriptedOpenAIServer, cache_dir: Path):
-    client = JudgeClient(ClientSettings(base_url=srv.base_url, model=srv.model, timeout_s=60, max_attempts=2))
-    cache = JudgeCache(cache_dir)
-    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=1)
-    try:
-        return asyncio.run(engine.run(items)), engine
-    finally:
-        cache.close()
+    return judge_items(srv, rubric, items, cache_dir)
 
 
 def canonical(results: list[Any]) -> list[dict[str, Any]]:

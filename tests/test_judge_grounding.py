@@ -3,16 +3,15 @@ model's P(yes), against a scripted server."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from groundjudge.judge.cache import JudgeCache
-from groundjudge.judge.client import ClientSettings, JudgeClient
-from groundjudge.judge.engine import JudgeEngine
+from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.grounding import TermIndex, terms
 from groundjudge.judge.rubric import load_rubric
+from tests.support.engine_run import judge_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 from tests.test_judge_claim_check import CONTEXTS, item, judge_script, statement, yes_no
 
@@ -71,13 +70,7 @@ ANSWER = ("Full-time staff get 18 days of annual leave. Part-time staff get 30 d
 
 
 def run(srv: ScriptedOpenAIServer, rubric, items, cache_dir: Path):
-    client = JudgeClient(ClientSettings(base_url=srv.base_url, model=srv.model, timeout_s=60, max_attempts=2))
-    cache = JudgeCache(cache_dir)
-    engine = JudgeEngine(rubric=rubric, client=client, cache=cache, concurrency=1)
-    try:
-        return asyncio.run(engine.run(items)), engine
-    finally:
-        cache.close()
+    return judge_items(srv, rubric, items, cache_dir)
 
 
 def test_v2_asks_only_claims_with_unfound_terms_and_lowers_support_per_term(tmp_path: Path) -> None:

@@ -38,7 +38,6 @@ import math
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from groundjudge.inert import markdown
