@@ -30,6 +30,7 @@ if not (ROOT / "tests" / "support" / "wfgy_reference.py").exists():
 sys.path.insert(0, str(ROOT))
 
 from click.testing import CliRunner
+
 from groundjudge.cli import main
 
 TOTAL = {"rows": 0, "unequal": []}
@@ -277,6 +278,7 @@ def wfgy_chunking(tmp: Path) -> None:
 
 def kb_eval(tmp: Path) -> None:
     import yaml
+
     from tests.support import kb_eval_reference as ref
     from tests.support.kb_eval_seed import (
         CHUNKS,
