@@ -321,3 +321,86 @@ def test_the_readme_is_a_front_door_with_the_ci_test_command() -> None:
     assert len(lines) <= 150, len(lines)
     test_lines = [line for line in lines if re.match(r"^scripts/test\.sh", line)]
     assert test_lines and re.sub(r" *#.*", "", test_lines[0]) == "scripts/test.sh"
+
+
+def _config_key_exists(section: str, key: str) -> bool:
+    """`[judge] rubric_version`, `[judge.escalate] model`, `[profile.wfgy] k`: a field of the
+    config models, or a knob of the profile."""
+    from pydantic import BaseModel
+
+    from groundjudge.config import Config
+    from groundjudge.profiles import get_profile
+
+    parts = section.split(".")
+    if parts[0] == "profile":
+        return len(parts) == 2 and key in get_profile(parts[1]).settings.model_fields
+    model: type[BaseModel] = Config
+    for part in parts:
+        field = model.model_fields.get(part)
+        if field is None:
+            return False
+        inner = [a for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
+                 if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not inner:
+            return False
+        model = inner[0]
+    return key in model.model_fields
+
+
+def _config_keys(page: Path) -> Iterator[tuple[str, str]]:
+    """Keys named as `[section] key` anywhere, and in docs/configuration.md the keys of each
+    section's table (first column)."""
+    for span in _split(page)[1]:
+        for section, keys in re.findall(r"^\[([\w.-]+)\] ((?:\w+(?:, )?)+)$", span):
+            yield from ((section, key) for key in keys.split(", "))
+    if page.name == "configuration.md":
+        section = None
+        for line in page.read_text(encoding="utf-8").splitlines():
+            heading = re.match(r"^### `\[([\w.]+)\]`", line)
+            if heading:
+                section = heading.group(1)
+            elif line.startswith("#"):
+                section = None
+            elif section and line.startswith("| `"):
+                first = line.split("|")[1]
+                yield from ((section, key) for key in re.findall(r"`(\w+)`", first))
+
+
+def test_every_config_key_the_docs_name_exists() -> None:
+    problems = []
+    seen = 0
+    for page in PAGES:
+        for section, key in _config_keys(page):
+            seen += 1
+            if not _config_key_exists(section, key):
+                problems.append(f"{_rel(page)}: [{section}] {key} is not a config key")
+    assert seen > 40
+    assert not problems, "\n".join(problems)
+    assert not _config_key_exists("judge", "rubric_versoin")
+    assert not _config_key_exists("profile.wfgy", "kk")
+
+
+def test_the_configuration_page_names_every_config_key() -> None:
+    """Every key of every section is named in docs/configuration.md (the gates' own keys in
+    docs/gates.md, which it links to)."""
+    from pydantic import BaseModel
+
+    from groundjudge.config import Config
+
+    text = "\n".join((ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("configuration.md", "gates.md"))
+    missing = []
+
+    def walk(model: type[BaseModel], path: str) -> None:
+        for name, field in model.model_fields.items():
+            inner = [a for a in (field.annotation, *getattr(field.annotation, "__args__", ()))
+                     if isinstance(a, type) and issubclass(a, BaseModel)]
+            if inner and path:
+                walk(inner[0], f"{path}.{name}")
+            elif inner:
+                walk(inner[0], name)
+            elif not re.search(rf"`\[?{re.escape(name)}\b|(?<![\w.-]){re.escape(name)} = ", text) and not re.search(
+                    rf"`\[+{re.escape(path)}\.{re.escape(name)}", text):
+                missing.append(f"{path}.{name}" if path else name)
+
+    walk(Config, "")
+    assert not [m for m in missing if m not in ("profile", "source")], missing
