@@ -130,7 +130,7 @@ def bench(delay: float, concurrency: int, cases: int) -> Result:
         items = synthetic_items(cases, salt=f"c{concurrency}")
         with tempfile.TemporaryDirectory(prefix="gj-bench-") as tmp:
             # One throwaway case first: the process's one-off start-up (the openai package builds
-            # its response types on first use, ~0.5 s) is not a per-case cost.
+            # its response types on first use, once) is not a per-case cost.
             asyncio.run(judge(server.base_url, synthetic_items(1, salt=f"warm-up {concurrency}"),
                               Path(tmp) / "warm-up", 1))
             seconds, calls, judged = asyncio.run(judge(server.base_url, items, Path(tmp), concurrency))

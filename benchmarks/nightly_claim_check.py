@@ -3,7 +3,7 @@
 ``nightly_scale.py`` measures the re-run with ``grounded_answer``: one cached verdict per item.
 ``claim_check`` caches one answer per question instead (a claim, its citation, a nugget), and a
 re-run used to split every answer into claims, find their terms in the passages and read every
-answer again to rebuild each case: about 1 ms per item, in one process. A judged case now also
+answer again to rebuild each case, in one process. A judged case now also
 keeps a case memo (``judge.engine._CaseMemo``): the next re-run of an unchanged case reads one
 entry.
 

@@ -10,37 +10,15 @@ peak memory (the process's max RSS after the stage, and the RSS growth within it
 
 Usage (from the worktree root):
   PYTHONPATH=src python benchmarks/nightly_scale.py --cases 5000 [--dir /tmp/nightly_scale] [--keep]
-  PYTHONPATH=src python benchmarks/nightly_scale.py --cases 100000 --json benchmarks/results/nightly_scale.json
+  PYTHONPATH=src python benchmarks/nightly_scale.py --cases 100000 --json /tmp/nightly_scale.json
 
 The judge here is ``grounded_answer`` (one cached verdict per item); ``nightly_claim_check.py``
 measures the default rubric, ``claim_check``, on a set this script left (``--keep``).
 
 The SPEC 9 goal it is measured against: the cached nightly re-run of 100,000 cases under 60 s
 and under 2 GiB on this 2-core machine. Add ``--src OTHER/src`` to measure another checkout on
-the same data (a before/after in one session).
-
-Last measured (23 Nov 2026, 100,000 x 2, an idle machine: load average 1.0-1.5, the
-benchmark's own; details, the memory, what was tried and what remains in
-results/nightly_scale_README.md). Each pair of columns is one session, main at its start and
-at its end: JSON by orjson, shared strings, triage in one pass and cache keys from pieces
-(2862205 -> 5fa1d81); metric rows as float arrays and verdicts read through views
-(a6a4f5e -> c69c39b); a worker per round, traces' chunks as columns, shared parts, the cached
-judge pass in one process (7b3894a -> 1d4c961):
-
-  stage                                  60359bc   604a952   48e7d03   2862205   5fa1d81   a6a4f5e   c69c39b   7b3894a   1d4c961
-  load (parse + validate)                  9.1 s     8.8 s     9.2 s     9.9 s    11.7 s    10.9 s    10.3 s    11.1 s    12.6 s
-  deterministic metrics                   20.2 s    13.5 s    13.6 s    13.9 s    13.1 s    12.1 s    11.9 s    12.9 s    11.8 s
-  selection                                3.8 s     3.6 s     3.4 s     3.7 s     3.4 s     2.9 s     2.8 s     3.0 s     2.8 s
-  judge pass (every verdict cached)       15.0 s    12.2 s    10.0 s    10.5 s     8.9 s     8.5 s     8.3 s     9.0 s    11.8 s
-  reports + history append                23.2 s    23.6 s    21.3 s    22.8 s    14.1 s    13.6 s    14.2 s    14.6 s    13.5 s
-  cached re-run, `groundjudge run`        74.8 s    64.0 s    59.9 s    64.7 s    53.0 s    51.0 s    50.9 s    51.9 s    54.4 s
-  its peak PSS (process and workers)     5109 MB   4445 MB   4452 MB   4455 MB   3716 MB   3714 MB   3118 MB   3102 MB   1955 MB
-
-Both goals are met. 1d4c961 took 54.4 and 54.0 s at 1955 and 1954 MB; 7b3894a, in the same
-half hour, 51.9 and 57.9 s at 3102 and 3074 MB (the machine's speed moved by about 3 s).
-
-Memory: the kernel's max RSS covers one process; a run's forked workers show only in the summed
-PSS of the process tree, sampled every 0.5 s (per stage, and over the CLI run with a timeline).
+the same data (a before/after in one session). How it measures (PSS of the process and its
+workers) is in docs/nightly.md; the current figures are the table in benchmarks/README.md.
 """
 
 from __future__ import annotations

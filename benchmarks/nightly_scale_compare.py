@@ -1,5 +1,5 @@
 """Do two checkouts write the same outputs? `groundjudge run` on a generated nightly set, once
-with each tree's sources, every output compared (the check behind results/nightly_scale_README.md).
+with each tree's sources, every output compared (a change made for speed must change no output).
 
 Generates a set with ``nightly_scale.generate`` and fills the judge cache with tree A's code:
 a valid verdict for most items, an invalid reply for every 50th (a judge_error from the cache)

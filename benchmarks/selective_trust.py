@@ -1,6 +1,6 @@
 """Selective trust on real judge verdicts: fit the cut-off on one half, measure on the other.
 
-    .venv/bin/python benchmarks/selective_trust.py [--file benchmarks/results/judge_agreement_claim_check.jsonl]
+    .venv/bin/python benchmarks/selective_trust.py [--file benchmarks/results/judge_agreement_claim_check_v4_all.jsonl]
         [--seed 20261122] [--alpha 0.1] [--delta 0.1] [--splits 500] [--write-synthetic PATH --n 120]
 
 Input: one line per answer, as ``benchmarks/judge_agreement.py`` writes it (``query_id``,
@@ -45,7 +45,7 @@ from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.judge.results import CriterionInfo
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_FILE = REPO / "benchmarks" / "results" / "judge_agreement_claim_check.jsonl"
+DEFAULT_FILE = REPO / "benchmarks" / "results" / "judge_agreement_claim_check_v4_all.jsonl"
 FAITHFUL = CriterionInfo(name="faithful", kind="binary", labels=[True, False], metric="faithfulness")
 IDENTITY = {"rubric": {"id": "claim_check", "version": 1, "hash": "benchmark"}, "model": "dev-set-judge",
             "decoding": {}}

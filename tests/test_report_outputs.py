@@ -232,7 +232,7 @@ def test_report_says_which_configs_are_gated_and_leaks_elsewhere_do_not_block(ru
 def test_the_judges_trust_status_comes_first_where_its_findings_are_read(run_dir):
     triage = (run_dir / "out" / "triage.md").read_text()
     assert triage.index("Judge trust: untrusted") < triage.index("finding(s)")
-    assert "`faithfulness`: untrusted" in triage and "README" in triage
+    assert "`faithfulness`: untrusted" in triage and "docs/calibration.md" in triage
     html = (run_dir / "out" / "report.html").read_text()
     cases = html[html.index('id="cases"'):]
     assert "Judge untrusted: its findings are advisory" in cases

@@ -361,7 +361,7 @@ def report_document(result: RunResult) -> Any:
                           escalation=result.escalation)
 
 
-COMPACT_JSON_ABOVE = 5_000  # (case, config) pairs: a larger report.json is written compact, several times faster
+COMPACT_JSON_ABOVE = 5_000  # (case, config) pairs: a larger report.json is written compact, which is faster
 
 
 def history_path(config: Config, out_dir: str | Path) -> Path | None:

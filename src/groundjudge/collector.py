@@ -4,8 +4,8 @@ finding its cached verdicts, writing its reports.
 
 While objects are being made, the collector runs every ``threshold0`` allocations and, every
 so many runs, walks everything young that is still alive. On a nightly run (100,000 cases x 2)
-those walks freed almost nothing and took 6.1 s: 2.9 s of the report stage, 2.1 s of the
-cached judge pass (``benchmarks/nightly_gc.py``). Paused, objects are still freed by reference counting as usual; only a cycle made
+those walks freed almost nothing and took a noticeable share of the run, most of it in the
+report stage and the cached judge pass (``benchmarks/nightly_gc.py``). Paused, objects are still freed by reference counting as usual; only a cycle made
 meanwhile waits until the collector runs again.
 
 A pause alone defers the walk: what was made meanwhile is still young, and the collector's
@@ -62,9 +62,8 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def release_free_pages() -> bool:
     """Hand the C heap's free pages back to the operating system (glibc's ``malloc_trim``);
     False where there is no such call. Freed memory otherwise stays counted against the
-    process: loading a nightly set frees each trace file's lines, about 0.17 GB at 100,000
-    cases x 2, in holes between the records that live on, and the C library keeps those pages
-    until asked. Costs about 10 ms on a 1.5 GB heap."""
+    process: loading a nightly set frees each trace file's lines, in holes between the records
+    that live on, and the C library keeps those pages until asked. Cheap next to a stage."""
     trim = _malloc_trim()
     if trim is None:
         return False

@@ -98,7 +98,7 @@ class JudgeConfig(_Section):
     base_url: str | None = None  # unset: the embedded local judge
     model: str | None = None
     model_snapshots: list[str] = Field(default_factory=list)
-    rubric: str = "claim_check"  # the family with the higher measured agreement (README)
+    rubric: str = "claim_check"  # the family with the higher measured agreement (docs/rubrics.md)
     rubric_version: int | None = None
     rubrics_dir: Path | None = None
     concurrency: int = Field(default=4, ge=1, le=256)

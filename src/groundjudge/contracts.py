@@ -44,8 +44,8 @@ def with_shared_parts(model: M) -> M:
       ``versions``, the same on every trace of a run).
 
     A nightly run holds hundreds of thousands of cases, traces, chunks and verdicts, each with
-    its own copies of these otherwise: 0.5 to 0.7 KB a record for the set, and 70 to 200 bytes
-    for each empty list or dict. The records are frozen and nothing changes their lists or
+    its own copies of these otherwise: a set of versions per record, and an object for each
+    empty list or dict. The records are frozen and nothing changes their lists or
     dicts in place (``model_copy(deep=True)`` gives a record parts of its own)."""
     cls = type(model)
     fields = model.__pydantic_fields_set__

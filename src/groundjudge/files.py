@@ -126,8 +126,8 @@ def together() -> Iterator[None]:
         os.replace(tmp, path)
 
 
-# JSON is written by orjson: five to seven times faster than the standard library's C encoder
-# on a nightly report.json (about 1 s against 6.5 s for 500 MB), and the same document. Its
+# JSON is written by orjson: several times faster than the standard library's C encoder on a
+# nightly report.json (benchmarks/README.md), and the same document. Its
 # text differs only in the spelling of some floats (0.00001 for 1e-05), and NaN or an infinity,
 # which JSON cannot carry, is written as null (no value) where ``json`` would refuse it.
 # Keys that are not strings are written as strings, as ``json`` does.

@@ -7,8 +7,7 @@ other, in Python; a second core does half of that. The worker is a fork: it shar
 inputs without pickling them, and sends only its results back, pickled, a chunk at a time,
 through a pipe. But after a fork every page the two processes share is copied by whichever
 writes it first, and reading an object writes its reference count: one worker for the whole
-stage doubled every page that either process read, about 1.1 GB of a nightly run's 1.6 GB of
-inputs. A worker per round (``ROUND_WORK`` units of work) copies only the pages read during its
+stage doubled every page that either process read, most of a nightly run's inputs. A worker per round (``ROUND_WORK`` units of work) copies only the pages read during its
 round, and gives them back when it exits.
 
 The work must be deterministic and free of side effects that the parent needs (a worker's

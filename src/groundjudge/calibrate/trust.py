@@ -35,7 +35,7 @@ class TrustStatus(BaseModel):
     model_config = ConfigDict(frozen=True)
     trusted: bool
     reason: str
-    record: str | None = None  # the record that decided, by the rule in the README
+    record: str | None = None  # the record that decided, by the rule in docs/calibration.md
     labels_hash: str | None = None  # its labels hash (None: a legacy record, labels unrecorded)
     n: int | None = None  # its labelled items for this criterion
     raters: dict[str, int] | None = None  # its raters and their item counts

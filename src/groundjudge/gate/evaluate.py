@@ -1,6 +1,6 @@
 """Every gate of a run, evaluated: deterministic, judge, built-in and regression gates.
 
-What each gate reads, and when it blocks (README, "Gates"):
+What each gate reads, and when it blocks (docs/gates.md):
 
 - A deterministic gate (``[gates.metrics]``, ``[gates.tags.X]``) reads the metric's aggregate
   over the config's cases (or the tag's); it always blocks.

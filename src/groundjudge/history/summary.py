@@ -157,7 +157,7 @@ def pack_report(doc: ReportDocument) -> Packed:
                     index[cid] = len(ids)
                     ids.append(cid)
         # float arrays, NaN for no value: lists would hold a float object per value read from
-        # the rows (about 0.15 GB per config of a nightly run)
+        # the rows, and a nightly run has hundreds of thousands of them
         nan = math.nan
         columns: dict[str, array] = {}
         for i, row in enumerate(section.per_case.values()):

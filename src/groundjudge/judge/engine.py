@@ -117,7 +117,7 @@ class _CaseMemo(BaseModel):
     """claim_check: what a judged case's answers came to, stored beside them under the case's
     own key (``JudgeEngine._memo_key``). A re-run of an unchanged case reads this one entry
     instead of splitting the answer, finding the terms and reading every question's answer:
-    about 1 ms per case, which on a nightly run of 200,000 was minutes. The key names the
+    per-case work that adds up to minutes on a nightly run. The key names the
     rubric, model, decoding, the case's whole input and ``cache.derivation_hash()``: another
     version of the code derives it again from the stored answers."""
 
@@ -325,8 +325,8 @@ class JudgeEngine:
         thousands of verdicts made that live to the end of the run.
 
         Not split over a forked worker, as the metrics are: by this point the process holds
-        the run's inputs, rows and most verdicts, and a worker per round copied 0.1 to 0.2 GB
-        of them to save about a second at 100,000 x 2, which took the run past 2 GiB."""
+        the run's inputs, rows and most verdicts, and a worker per round copied enough of them
+        to take a nightly run past its memory goal for little time saved."""
         out: list[tuple[CaseJudgement | None, str, CachedReply | None]] = []
         for item, because in zip(items, why, strict=True):
             pending, key, cached = self._from_cache(item)

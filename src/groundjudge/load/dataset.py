@@ -152,9 +152,9 @@ def compact_trace(trace: Trace, chunks: dict[str, CorpusChunk]) -> None:
     (``load.items``) where nothing but ids, documents, scores and ranks are in them, and its
     chunk ids, and the document ids equal to the corpus's, the corpus's own strings.
 
-    Every trace names a dozen or more chunks, each parsed into new strings: at 100,000 cases x
-    2 configs that was about 0.3 GB of copies of ids the corpus already holds, and the item
-    objects about as much again. The values are equal, so nothing that reads them changes (the
+    Every trace names a dozen or more chunks, each parsed into new strings: on a nightly set
+    that is a large share of memory spent on copies of ids the corpus already holds, and the
+    item objects as much again. The values are equal, so nothing that reads them changes (the
     trace and its items are frozen; this is the only place that sets their fields after
     validation)."""
     put = object.__setattr__

@@ -1,8 +1,8 @@
 """A loaded trace's chunk lists, held as columns: read-only sequences of the same items.
 
 A nightly set holds 200,000 traces of ten retrieved chunks, four context chunks and a citation
-or two. As lists of item objects they took about 2 KB a trace (an object per chunk, a float per
-score), two fifths of all a trace costs. Most items carry nothing but an id, a document, a score,
+or two. As lists of item objects they cost an object per chunk and a float per score, the
+largest part of what a trace costs. Most items carry nothing but an id, a document, a score,
 a rank and perhaps a stage or content type, so the loader (``load.dataset``) keeps such a list
 as columns: tuples of ids, documents, stages and types, an ``array`` of scores and one of
 ranks; context chunks and citations that are bare ids, as a tuple of ids. A list with anything

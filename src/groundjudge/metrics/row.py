@@ -1,8 +1,8 @@
 """One case's metric values, held compactly: a read-only mapping over an array of floats.
 
 A nightly run holds a row of about sixty values for each of hundreds of thousands of (case,
-config) pairs. As a dict each row cost about 3 KB (the table, plus a float object per value);
-as a :class:`MetricRow` it costs about 0.6 KB: the names live once, in a layout shared by every
+config) pairs. As a dict each row paid for its own table and a float object per value; as a
+:class:`MetricRow` it pays for neither: the names live once, in a layout shared by every
 row with the same names in the same order, and the values are one ``array('d')``. A value that
 does not apply (``None``) is stored as NaN with its bit set in ``_none``, so a metric that
 really computed NaN still reads back as NaN.

@@ -194,8 +194,8 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
 
 
 class _Details:
-    """One ``CaseDetail`` object per distinct detail without ACL leaks: a nightly run's 200,000
-    pairs have a handful (about 0.1 GB as an object each)."""
+    """One ``CaseDetail`` object per distinct detail without ACL leaks: a nightly run's pairs
+    have only a handful of distinct ones, and an object per pair would cost memory for nothing."""
 
     def __init__(self) -> None:
         self.seen: dict[tuple[str | None, str | None, tuple[str, ...]], CaseDetail] = {}

@@ -28,6 +28,6 @@ def render_gates_markdown(gates: dict[str, Any]) -> str:
         out.append(f"| {markdown(r['name'])} | {_value(r['value'])} | {r['n']} | {markdown(status)} | "
                    f"{markdown(r['reason'])} |")
     if gates.get("trust"):
-        out += ["", "Judge trust (README, \"Calibration: when may judge scores gate?\"): "
+        out += ["", "Judge trust (docs/calibration.md, \"Calibration: when may judge scores gate?\"): "
                 + "; ".join(f"{markdown(m)}: {markdown(t['reason'])}" for m, t in gates["trust"].items())]
     return "\n".join(out) + "\n"

@@ -194,7 +194,7 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
     # Only what the page can show is kept: the first MAX_DRILL_DOWNS pairs and failed pairs (a
-    # nightly run's 200,000 pairs, listed, took about 50 MB for nothing)
+    # nightly run's pairs, all listed, would take memory for nothing)
     first: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
     failing: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
     total = failed_total = 0

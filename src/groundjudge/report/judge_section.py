@@ -7,7 +7,7 @@ from typing import Any
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import summary
 
-README_TRUST = "README, section \"Calibration: when may judge scores gate?\""
+README_TRUST = "section \"Calibration: when may judge scores gate?\" of docs/calibration.md"
 
 
 def trust_lines(doc: dict[str, Any]) -> list[str]:

@@ -253,7 +253,7 @@ def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | 
 
 def write_triage_files(dataset: Dataset, doc: dict[str, Any], jsonl_path: Path, markdown_path: Path) -> None:
     """``triage.jsonl`` and ``triage.md`` in one pass over the findings, a case at a time: a
-    nightly run's 200,000 findings never exist all at once (about 0.2 GB at 100,000 x 2). The
+    nightly run's findings never exist all at once (as a list they would hold memory for nothing). The
     Markdown's opening counts them, so its case sections go to a temporary file first. The
     bytes are those of ``jsonl_lines`` and ``triage_markdown_chunks`` over ``triage_records``."""
     found = waiting = 0

@@ -1,7 +1,7 @@
 """A frozen model read as the JSON object it dumps to, without building that object.
 
-report.json's judge section holds a verdict per judged pair: at 100,000 cases x 2 configs,
-dumped to plain dicts, about 0.7 GB on top of the typed verdicts the run already holds. The
+report.json's judge section holds a verdict per judged pair: on a nightly run, dumped to plain
+dicts, a second copy of the typed verdicts the run already holds. The
 renderers read it as JSON (``case["claims"][0]["class"]``); a :class:`ModelView` answers those
 reads from the typed verdict itself, and is dumped (``json_value``) only as report.json is
 written, a slice at a time.
