@@ -790,7 +790,8 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
     values of report.json files (``report.compare``). When a run folder holds a profile's own
     comparison of the same two configs (``profile-<name>.json``), its per-case outcomes are set
     beside groundjudge's (``profile_agreement``)."""
-    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
+    from groundjudge.errors import ChunkerMismatch
+    from groundjudge.report.compare import compare_configs, judge_values
 
     doc_a = _load_run_document(a)
     doc_b = _load_run_document(b) if b is not None else doc_a
@@ -817,7 +818,7 @@ def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: s
                                strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
                                judge_b=judge_b, judge_trusted=trusted, profiles=own)
     except ChunkerMismatch as exc:
-        raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
+        raise InputError.one(b or a, None, "versions.chunking", f"{exc} (--strict-chunker-version is set)") from None
 
 
 def _profile_comparisons(folders: list[Path], config_a: str, config_b: str) -> dict[str, Any]:

@@ -18,7 +18,8 @@ Per case, the deterministic checks decide: ``regression`` (A passed every check,
 
 When the two sides were chunked differently (``versions.chunking`` differs), chunk ids cannot
 be matched across them; retrieval is then re-scored by matching chunks on document id plus at
-least 50% span overlap, and the report says so. ``strict_chunker_version`` refuses instead.
+least 50% span overlap, and the report says so. ``strict_chunker_version`` refuses instead
+(:class:`~groundjudge.errors.ChunkerMismatch`).
 
 When a replaced system's profile compared the same two configs (``profile-<name>.json`` of a
 run folder), its own per-case outcomes are set beside these (``profile_agreement``): where they
@@ -30,13 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groundjudge.errors import ChunkerMismatch
 from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 from groundjudge.profiles.registry import CaseOutcomes
 
-__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "configs_agreement", "judge_values",
+__all__ = ["ALPHA", "compare_configs", "configs_agreement", "judge_values",
            "paired_permutation_p", "profile_agreement", "render_agreement_markdown", "render_compare_markdown"]
 
 
@@ -44,10 +46,6 @@ __all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "configs_agreement", "
 ID_MATCHED = {"hit", "recall", "precision", "mrr", "ndcg", "ndcg_exp", "map", "r_precision", "context_recall",
               "context_precision", "citation_scoped", "must_cite_coverage"}
 assert not ID_MATCHED & set(SPAN_METRIC_PREFIXES)
-
-
-class ChunkerMismatch(ValueError):
-    pass
 
 
 def judge_values(doc: Mapping[str, Any], config: str) -> tuple[dict[str, dict[str, float]], dict[str, bool]]:
@@ -172,8 +170,7 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
     versions_a, versions_b = chunking
     cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
     if differ and strict_chunker_version:
-        raise ChunkerMismatch(f"chunker versions differ ({sorted(versions_a)} vs {sorted(versions_b)}) and "
-                              "--strict-chunker-version is set")
+        raise ChunkerMismatch(repr(label_a), versions_a, repr(label_b), versions_b)
     mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"
     metrics: dict[str, Any] = {}
     names = sorted({m for c in cases for m in per_a[c]} & {m for c in cases for m in per_b[c]})
