@@ -95,6 +95,11 @@ def prefix_order(items: Sequence[JudgeItem]) -> list[int]:
 
 @dataclass
 class JudgeEngine:
+    """Judges items with ``rubric`` against ``cache`` and one client, by the rubric's protocol
+    (``PROTOCOLS``); ``totals`` accumulate over :meth:`run` calls. The protocols call back the
+    methods under "what the protocols call" below, so every call is bounded, budgeted, stopped
+    and accounted for in one place."""
+
     rubric: Rubric
     cache: JudgeCache
     client: JudgeClient | None = None
