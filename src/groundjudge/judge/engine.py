@@ -23,7 +23,14 @@ from typing import Any, Protocol
 from groundjudge.collector import collector_paused
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
 from groundjudge.judge.claim_questions import ClaimQuestions
-from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
+from groundjudge.judge.client import (
+    CallFailed,
+    CallResult,
+    JudgeClient,
+    JudgeUnreachable,
+    ModelMismatch,
+    TokenAnswer,
+)
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.one_call_json import OneCallJson
 from groundjudge.judge.pending import NotSent, Pending

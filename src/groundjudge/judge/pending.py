@@ -12,7 +12,14 @@ from typing import Any, Literal
 
 from groundjudge.contracts import with_shared_parts
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.results import CaseJudgement, ClaimResult, CriterionValue, NuggetResult, Status, Usage
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ClaimResult,
+    CriterionValue,
+    NuggetResult,
+    Status,
+    Usage,
+)
 
 __all__ = ["NotSent", "Pending", "shared_values"]
 
