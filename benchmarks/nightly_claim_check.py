@@ -4,7 +4,7 @@
 ``claim_check`` caches one answer per question instead (a claim, its citation, a nugget), and a
 re-run used to split every answer into claims, find their terms in the passages and read every
 answer again to rebuild each case, in one process. A judged case now also
-keeps a case memo (``judge.engine._CaseMemo``): the next re-run of an unchanged case reads one
+keeps a case memo (``judge.claim_questions.CaseMemo``): the next re-run of an unchanged case reads one
 entry.
 
 This script takes a set that ``nightly_scale.py --keep`` left, fills a question cache once

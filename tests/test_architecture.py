@@ -24,6 +24,13 @@ RANK = {
     "cli": 11,
 }
 
+# Modules of a later stage that an earlier stage may import: the record a stage takes as its
+# input, defined by the stage that reads it and built by the one before. Each must import
+# nothing of groundjudge beyond rank 0 (checked below), so no later-stage code can ride along.
+STAGE_INPUTS = {
+    "groundjudge.judge.item": "select builds the judge's input (JudgeItem)",
+}
+
 
 def stage_of(module: str) -> str:
     return module.split(".")[1] if module.startswith("groundjudge.") else module
@@ -50,6 +57,30 @@ def test_imports_only_flow_downstream():
                 theirs = stage_of(name)
                 if theirs == "groundjudge":
                     continue
-                if RANK[theirs] > RANK[mine]:
+                if RANK[theirs] > RANK[mine] and name not in STAGE_INPUTS:
                     problems.append(f"{path.relative_to(PACKAGE)}:{node.lineno} imports {name} (a later stage)")
     assert not problems, "\n".join(problems)
+
+
+def _groundjudge_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("groundjudge"):
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("groundjudge")]
+    return found
+
+
+def test_stage_inputs_carry_no_later_stage_code():
+    """A stage input imported upstream must itself import only rank-0 modules, and so must the
+    package it sits in (importing ``groundjudge.judge.item`` runs ``judge/__init__.py`` too)."""
+    for module in STAGE_INPUTS:
+        parts = module.split(".")[1:]
+        path = PACKAGE.joinpath(*parts).with_suffix(".py")
+        assert path.is_file(), f"{module}: no such module; drop it from STAGE_INPUTS"
+        for source in (path, *(PACKAGE.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts)))):
+            later = [name for name in _groundjudge_imports(source) if RANK[stage_of(name)] > 0]
+            assert not later, f"{source.relative_to(PACKAGE)} imports {later}: a stage input must import only rank 0"
+

@@ -359,6 +359,24 @@ def test_ppi_interval_covers_the_true_rate_while_the_raw_judge_rate_is_biased():
     assert sum(raw_errors) / trials > 0.1  # the raw judge rate is biased upwards
 
 
+def test_bias_corrected_rates_of_a_run_per_config_and_criterion():
+    """The judge on every judged case of the config, the rater with most labels on the labelled
+    ones: a rate for a binary criterion, a mean grade for an ordinal one."""
+    from groundjudge.calibrate.ppi import bias_corrected_rates
+    from tests.test_calibrate_cascade import FIRST_RUN, HUMANS
+
+    other = {("q0", "cand"): ItemLabels({"faithful": False, "correct": 0})}
+    rates = bias_corrected_rates(FIRST_RUN, {"sam": HUMANS, "kim": other})
+    assert rates["primary_rater"] == "sam" and set(rates) == {"primary_rater", "cand"}
+    faithful, correct = rates["cand"]["faithful_rate"], rates["cand"]["correct_mean"]
+    # ten judged cases (q10 is a judge_error), nine said faithful; sam agrees on q0 and q8
+    assert (faithful["n_all"], faithful["n_labelled"]) == (10, 2)
+    assert faithful["raw"] == pytest.approx(0.9) and faithful["corrected"] == pytest.approx(0.9)
+    # the judge grades every case 3, sam grades q8 a 2: the mean is corrected down by half a grade
+    assert correct["raw"] == pytest.approx(3.0) and correct["corrected"] == pytest.approx(2.5)
+    assert correct["ci_low"] < 2.5 < correct["ci_high"]
+
+
 def test_claim_agreement_matches_an_unchecked_claim_but_does_not_score_it() -> None:
     from groundjudge.calibrate.record import claim_agreement
     from groundjudge.calibrate.verdicts import ItemLabels

@@ -14,7 +14,7 @@ from groundjudge.judge.verdict import (
     extract_json,
     parse_verdict,
 )
-from groundjudge.judge.engine import claims_of
+from groundjudge.judge.one_call_json import claims_of
 from groundjudge.judge.rubric import load_rubric
 from groundjudge.judge.scoring import criterion_values
 

@@ -119,7 +119,25 @@ def test_compare_configs_uses_span_matching_when_chunkers_differ(metrics_dir, tm
 
 def test_compare_strict_chunker_version_refuses(metrics_dir):
     result = CliRunner().invoke(main, ["compare", str(metrics_dir), "--strict-chunker-version"])
-    assert result.exit_code == 2 and "chunker versions differ" in result.stderr
+    assert result.exit_code == 2, result.output
+    assert "versions.chunking: 'baseline' was chunked with" in result.stderr
+    assert "chunk ids cannot be compared exactly" in result.stderr
+    assert "(--strict-chunker-version is set)" in result.stderr
+
+
+def test_compare_configs_names_both_sides_chunkers_when_it_refuses():
+    from groundjudge.errors import ChunkerMismatch, GroundjudgeError
+    from groundjudge.report.compare import compare_configs
+
+    side = {"per_case": {"q1": {"hit@5": 1.0}}}
+    with pytest.raises(ChunkerMismatch) as err:
+        compare_configs(side, side, label_a="r1:base", label_b="r2:cand", chunking=({"v2", "v1"}, {"v3"}),
+                        strict_chunker_version=True)
+    assert str(err.value).startswith("'r1:base' was chunked with ['v1', 'v2'] and 'r2:cand' with 'v3'; chunk ids "
+                                     "cannot be compared exactly")
+    assert isinstance(err.value, GroundjudgeError) and err.value.chunker_a == {"v1", "v2"}
+    assert compare_configs(side, side, label_a="a", label_b="b", chunking=({"v1"}, {"v1"}),
+                           strict_chunker_version=True)["matching_mode"] == "chunk_id"
 
 
 def test_compare_two_runs_of_the_same_config_is_all_draws_and_noise(metrics_dir):

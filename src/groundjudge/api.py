@@ -12,12 +12,10 @@ when a case actually needs a call.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
-import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from groundjudge.calibrate.trust import TrustRules, TrustStatus
     from groundjudge.calibrate.verdicts import ItemKey, ItemLabels
     from groundjudge.gate import GateReport
+    from groundjudge.history.record import PendingHistory
     from groundjudge.judge.results import JudgeRun, Usage
     from groundjudge.judge.rubric import Rubric
     from groundjudge.judge.session import JudgeSession
@@ -242,7 +241,9 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     (``dataset``: inputs already loaded from ``config``; ``spent``: what the run's batches cost).
     With ``escalate`` (see ``open_escalation``), items the first judge abstains on, under
     selective trust, and that no person has labelled are judged again by it."""
+    from groundjudge.calibrate.ppi import bias_corrected_rates
     from groundjudge.calibrate.record import find_records
+    from groundjudge.calibrate.trust import calibration_summary
     from groundjudge.calibrate.verdicts import load_labels
     from groundjudge.gate import evaluate_gates
     from groundjudge.judge.run import judge_run
@@ -270,7 +271,7 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
 
 
 def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]] | None,
-                    records: list[dict[str, Any]], dataset: Dataset, selections: list[Selection],
+                    records: Sequence[dict[str, Any]], dataset: Dataset, selections: list[Selection],
                     escalate: JudgeSession | None, progress: Any = None) -> tuple[Any, JudgeRun | None]:
     """Who decides each item under selective trust, escalating what the first judge abstains
     on; (None, None) when no record of this judge holds a guaranteed cut-off."""
@@ -310,44 +311,12 @@ def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, data
                    sleep=sleep or time.sleep)
 
 
-def calibration_summary(judge: JudgeRun, records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The calibration records this run's judge is held to, per criterion the one that decides
-    (None when no record is for exactly this judge)."""
-    from groundjudge.calibrate.trust import calibration_summary as summary
-
-    return summary(judge.identity.model_dump(), [c.name for c in judge.criteria], records)
-
-
 def trust_rules(config: Config) -> TrustRules:
     from groundjudge.calibrate.trust import TrustRules
 
     t = config.trust
     return TrustRules(min_items=t.min_items, min_kappa=t.min_kappa, min_kappa_lower=t.min_kappa_lower,
                       min_coverage=t.min_coverage)
-
-
-def bias_corrected_rates(judge: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]]) -> dict[str, Any]:
-    """PPI estimates per config and criterion: the judge on every judged case, humans on the
-    labelled subset (binary criteria as rates, ordinal ones as mean grades)."""
-    from groundjudge.calibrate.ppi import ppi_mean
-    from groundjudge.calibrate.verdicts import items_from_judge, lookup, primary_rater
-
-    primary = primary_rater(humans)
-    items = items_from_judge(judge)
-    out: dict[str, Any] = {"primary_rater": primary}
-    for cfg in judge.per_config:
-        mine = {k: v for k, v in items.items() if k[1] == cfg}
-        per: dict[str, Any] = {}
-        for crit in judge.criteria:
-            name = crit.name
-            judge_all = [float(v.labels[name]) for v in mine.values() if v.labels[name] is not None]
-            pairs = [(float(v.labels[name]), float(h.labels[name])) for k, v in mine.items()
-                     if (h := lookup(humans[primary], k)) is not None
-                     and v.labels[name] is not None and h.labels.get(name) is not None]
-            key = f"{name}_rate" if crit.kind == "binary" else f"{name}_mean"
-            per[key] = ppi_mean(judge_all, [p[0] for p in pairs], [p[1] for p in pairs])
-        out[cfg] = per
-    return out
 
 
 def report_document(result: RunResult) -> Any:
@@ -372,62 +341,22 @@ def history_path(config: Config, out_dir: str | Path) -> Path | None:
     return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
 
 
-@dataclass
-class PendingHistory:
-    """A run's history record, built before the reports are written and appended after they
-    all landed (``append_history``): a run whose reports failed leaves no row."""
-
-    path: Path
-    summary: Any  # history.RunSummary
-    packed: Any  # history.summary.Packed
-    trend: dict[str, Any] | None  # the HTML report's trend chart, this run included
-    problem: str | None = None  # the history could not be read: nothing is appended
-
-
 def history_record(result: RunResult, document: Any, out_dir: str | Path, path: str | Path) -> PendingHistory:
     """The run's history record and the trend chart's data for the gated config over the last
-    ``[output] trend_runs`` runs, this run included; nothing is written. A run whose judge could
-    not be reached or stopped mid-run is recorded as not comparable: kept, but never a point of
-    a trend nor the run another is compared with. A history database that cannot be read gives
-    a record with ``problem`` set (the run goes on; ``append_history`` then adds nothing)."""
-    from groundjudge.history import HistoryStore, build_summary, data_hashes, default_metrics, trend, trend_view
-    from groundjudge.history.store import StoredRun
-    from groundjudge.history.summary import pack_report
+    ``[output] trend_runs`` runs, this run included; nothing is written (``append_history``
+    appends it). A run whose judge could not be reached or stopped mid-run is recorded as not
+    comparable: kept, but never a point of a trend nor the run another is compared with. A
+    history database that cannot be read gives a record with ``problem`` set (the run goes on;
+    ``append_history`` then adds nothing)."""
+    from groundjudge.history import data_hashes
+    from groundjudge.history.record import pending_record
 
     inputs = result.config.inputs
     stopped = result.judge_stopped
-    summary = build_summary(document, data_hashes(inputs.golden, inputs.traces, inputs.corpus), out_dir,
-                            not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None)
-    packed = pack_report(document)
-    config = (result.gates.gated_configs or list(summary.configs))[-1]
-    metrics = (default_metrics(StoredRun(id=0, summary=summary), config, prefer=list(result.config.gates.metrics))
-               if config in summary.configs else [])
-    try:
-        points = trend(HistoryStore(path), metrics, config=config, last=result.config.output.trend_runs,
-                       pending=(summary, packed))
-    except (sqlite3.DatabaseError, OSError, ValueError) as exc:
-        return PendingHistory(Path(path), summary, packed, None, _history_problem(Path(path), exc))
-    return PendingHistory(Path(path), summary, packed, trend_view(points, config, str(path)) if points else None)
-
-
-def _history_problem(path: Path, exc: BaseException) -> str:
-    """The one line that says the run history cannot be used, and how to recover."""
-    return (f"{path}: the run history cannot be read or written ({exc}); this run was not added to it. Move it aside "
-            f"(mv {path} {path}.broken) to start a new history, or run with --no-history")
-
-
-def append_history(pending: PendingHistory) -> int | None:
-    """Append the record; its run id, or None when the history could not take it (``problem``
-    names why: the reports are already written, so the run itself is not lost)."""
-    from groundjudge.history import HistoryStore
-
-    if pending.problem is not None:
-        return None
-    try:
-        return HistoryStore(pending.path).append(pending.summary, pending.packed)
-    except (sqlite3.DatabaseError, OSError) as exc:
-        pending.problem = _history_problem(pending.path, exc)
-        return None
+    return pending_record(document, out_dir, path, hashes=data_hashes(inputs.golden, inputs.traces, inputs.corpus),
+                          not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
+                          gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
+                          last=result.config.output.trend_runs)
 
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
@@ -455,6 +384,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
                        history: str | Path | None, log: IO[str]) -> dict[str, Any]:
     from groundjudge.files import together, write_json_atomic, write_text_atomic
+    from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -472,10 +402,8 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
     if profile is not None:
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-        agreement = _profile_agreement(doc, profile)
+        agreement = document_agreement(doc, profile.name, profile.report)
         if agreement is not None:
-            from groundjudge.report.compare import render_agreement_markdown
-
             text += "\n" + render_agreement_markdown(agreement)
     pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
     try:
@@ -498,6 +426,8 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                            + ". Free space or fix the folder's permissions and run again: every judgment made is "
                              "in the judge cache, so the run costs no call again") from None
     if pending is not None:
+        from groundjudge.history.record import append_history
+
         append_history(pending)
         if pending.problem:
             from groundjudge.inert import terminal
@@ -599,23 +529,9 @@ def profile_report(config: Config, name: str, result: RunResult | None = None) -
                        corpus=inputs.corpus)
 
 
-def _profile_agreement(doc: dict[str, Any], profile: Any) -> dict[str, Any] | None:
-    """Where ``profile`` (a profile's result) compared two configs of ``doc`` (metrics.json or
-    report.json content) case by case: its outcomes beside those of ``groundjudge compare`` on
-    the same two configs, and why they differ (see ``report.compare.profile_agreement``)."""
-    from groundjudge.profiles import profile_outcomes
-    from groundjudge.report.compare import configs_agreement
-
-    own = profile_outcomes(profile.name, profile.report)
-    if own is None or any(cfg not in doc.get("per_config", {}) for cfg in own.configs):
-        return None
-    side_a, side_b = (doc["per_config"][cfg] for cfg in own.configs)
-    chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
-    return configs_agreement(side_a, side_b, profile.name, own, chunking)
-
-
 def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:
     from groundjudge.files import write_json_atomic, write_text_atomic
+    from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.markdown import render_markdown
 
     out_dir = Path(out_dir)
@@ -624,10 +540,8 @@ def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any
         section = {"name": profile.name, "passed": profile.passed, "report": profile.report,
                    "notes": list(profile.notes)}
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-        agreement = _profile_agreement(doc, profile)
+        agreement = document_agreement(doc, profile.name, profile.report)
         if agreement is not None:
-            from groundjudge.report.compare import render_agreement_markdown
-
             section["agreement"] = agreement
             text += "\n" + render_agreement_markdown(agreement)
         doc = {**doc, "profile": section}
@@ -701,14 +615,12 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
 
 def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,
                    ) -> dict[str, Any]:
-    """Re-judge the labelled, judged cases with their context order reversed; count verdict flips.
-
-    A judge whose verdicts depend on where a chunk sits in the prompt is less trustworthy than
-    its kappa suggests. Each flip rate is over the items judged both ways.
-    """
+    """Re-judge the labelled, judged cases of ``report_path`` with their context order reversed;
+    count verdict flips (``calibrate.position``). Each flip rate is over the items judged both
+    ways. The report must have been judged by this judge's model and rubric (else InputError)."""
+    from groundjudge.calibrate.position import flip_rates, reversed_selections
     from groundjudge.calibrate.verdicts import items_from_judge, load_labels, lookup, verdicts_from_report
     from groundjudge.judge.run import judge_selected
-    from groundjudge.select import Selection, judge_item
 
     judged = verdicts_from_report(report_path)
     if judged.identity.model != judge.model:
@@ -719,120 +631,20 @@ def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, pr
     items = items_from_judge(judged)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else {}
     labelled = {k for k in items if any(lookup(h, k) is not None for h in humans.values())} if humans else set(items)
-    dataset = load_inputs(config)
-    probe: list[Selection] = []
-    for case_id, config_id in sorted(labelled, key=lambda k: (k[0], k[1] or "")):
-        trace = dataset.trace(config_id, case_id) if config_id else None
-        if trace is None:
-            continue
-        item, _ = judge_item(dataset, trace)
-        if item is not None and len(item.contexts) > 1:
-            flipped = dataclasses.replace(item, contexts=tuple(reversed(item.contexts)))
-            probe.append(Selection(case_id, config_id, True, "position probe", 0, flipped))  # type: ignore[arg-type]
+    probe = reversed_selections(load_inputs(config), labelled)
     results, totals = judge_selected(judge, probe, progress)
-    again = {(r.case_id, r.config_id): r for r in results if r.status == "judged"}
-    out: dict[str, Any] = {"items_probed": len(probe), "judged_both_ways": len(again),
-                           "requests": totals.usage.requests}
-    for crit in judged.criteria:
-        pairs = [(items[k].labels[crit.name], r.label(crit.name)) for k, r in again.items()
-                 if items[k].labels[crit.name] is not None and r.label(crit.name) is not None]
-        flips = sum(1 for a, b in pairs if a != b)
-        out[crit.name] = {"n": len(pairs), "flips": flips, "flip_rate": flips / len(pairs) if pairs else None}
-    return out
+    return flip_rates(items, judged.criteria, results, probed=len(probe), requests=totals.usage.requests)
 
 
 # --- comparing runs ------------------------------------------------------------------------
 
-def _load_run_document(path: Path) -> dict[str, Any]:
-    from groundjudge.load.records import json_document
-
-    if path.is_dir():
-        candidates = [path / "report.json", path / "metrics.json"]
-        path = next((p for p in candidates if p.exists()), candidates[-1])
-    doc = json_document(path)
-    if not isinstance(doc, dict) or "per_config" not in doc:
-        raise InputError.one(path, None, "per_config", "not a groundjudge metrics.json or report.json")
-    _check_compared_part(path, doc)
-    return doc
-
-
-def _check_compared_part(path: Path, doc: dict[str, Any]) -> None:
-    """What ``compare`` reads of a run document, checked before it is read: an edited or
-    foreign file is a problem naming its field, never a KeyError halfway through."""
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-    from groundjudge.errors import InputProblem
-
-    class Side(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        per_case: dict[str, dict[str, float | None]]
-        versions: dict[str, list[str] | str | None] = {}
-
-    class Compared(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        configs: list[str] = Field(min_length=1)
-        per_config: dict[str, Side]
-
-    try:
-        run = Compared.model_validate(doc)
-    except ValidationError as exc:
-        raise InputError([InputProblem(str(path), None, ".".join(map(str, e["loc"])), e["msg"])
-                          for e in exc.errors(include_url=False)[:5]]) from None
-    missing = [c for c in run.configs if c not in run.per_config]
-    if missing:
-        raise InputError.one(path, None, "configs", f"configs without a per_config section: {missing}")
-
-
 def compare(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
             strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Compare two runs (or, with ``b`` None, two configs of one run): the deterministic part of
-    metrics.json / report.json, which every schema version shares, and the judge's per-case
-    values of report.json files (``report.compare``). When a run folder holds a profile's own
-    comparison of the same two configs (``profile-<name>.json``), its per-case outcomes are set
-    beside groundjudge's (``profile_agreement``)."""
-    from groundjudge.report.compare import ChunkerMismatch, compare_configs, judge_values
+    """Compare two runs (or, with ``b`` None, two configs of one run), each a run folder or its
+    metrics.json / report.json: per-metric deltas with a paired test, per-case outcomes, the
+    judge's values where both are report.json files, and a profile's own comparison of the
+    same two configs beside them (``report.compare.compare_run_files``)."""
+    from groundjudge.report.compare import compare_run_files
 
-    doc_a = _load_run_document(a)
-    doc_b = _load_run_document(b) if b is not None else doc_a
-    if b is None:
-        configs = doc_a["configs"]
-        config_a = config_a or configs[0]
-        config_b = config_b or (configs[1] if len(configs) > 1 else None)
-        if config_b is None:
-            raise InputError.one(a, None, "configs", "one run with a single config: give a second run to compare")
-    config_a = config_a or doc_a["configs"][0]
-    config_b = config_b or doc_b["configs"][0]
-    for doc, cfg, path in ((doc_a, config_a, a), (doc_b, config_b, b or a)):
-        if cfg not in doc["per_config"]:
-            raise InputError.one(path, None, "config", f"no config {cfg!r}; have {doc['configs']}")
-    side_a, side_b = doc_a["per_config"][config_a], doc_b["per_config"][config_b]
-    chunking = (set(side_a.get("versions", {}).get("chunking", [])), set(side_b.get("versions", {}).get("chunking", [])))
-    label_a = f"{a.name}:{config_a}" if b is not None else config_a
-    label_b = f"{b.name}:{config_b}" if b is not None else config_b
-    (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
-    trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
-    own = _profile_comparisons([a] if b is None else [a, b], config_a, config_b)
-    try:
-        return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b, chunking=chunking,
-                               strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
-                               judge_b=judge_b, judge_trusted=trusted, profiles=own)
-    except ChunkerMismatch as exc:
-        raise InputError.one(b or a, None, "versions.chunking", str(exc)) from None
-
-
-def _profile_comparisons(folders: list[Path], config_a: str, config_b: str) -> dict[str, Any]:
-    """The profiles' own per-case outcomes for exactly these two configs, from the
-    ``profile-<name>.json`` files of the run folders."""
-    from groundjudge.load.records import json_document
-    from groundjudge.profiles import profile_names, profile_outcomes
-
-    found: dict[str, Any] = {}
-    for folder in dict.fromkeys(folders):
-        for name in profile_names():
-            path = folder / f"profile-{name}.json"
-            if not folder.is_dir() or not path.is_file():
-                continue
-            own = profile_outcomes(name, json_document(path))
-            if own is not None and own.configs == (config_a, config_b):
-                found[name] = own
-    return found
+    return compare_run_files(a, b, config_a=config_a, config_b=config_b,
+                             strict_chunker_version=strict_chunker_version, seed=seed)

@@ -5,6 +5,8 @@
 - :class:`JudgeUnavailable`: no judge can be used for this run (exit code 3).
 - :class:`StorageError`: a file groundjudge keeps (the judge cache, the run history, the run's
   reports) cannot be read or written; one line naming it and how to recover (exit code 2).
+- :class:`ChunkerMismatch`: two runs to compare were chunked differently and exact chunk-id
+  matching was asked for; the command line reports it as an input error of the second run.
 - Judge call failures (``groundjudge.judge.client.CallFailed`` and its kinds) and invalid
   verdicts (``groundjudge.judge.verdict.VerdictError``) derive from :class:`GroundjudgeError`
   too; the engine turns them into ``judge_error`` outcomes, never into scores.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,3 +57,27 @@ class JudgeUnavailable(GroundjudgeError):
 
 class StorageError(GroundjudgeError):
     """A file groundjudge keeps cannot be read or written; the message names it and the way out."""
+
+
+class ChunkerMismatch(GroundjudgeError, ValueError):
+    """Two sides of a comparison were chunked differently, so their chunk ids cannot be matched,
+    and the caller asked for exact chunk-id matching only (``--strict-chunker-version``).
+
+    Raised where chunk ids are compared: ``profiles.kb_eval.compare_runs`` (kb-eval's runs) and
+    ``report.compare.compare_configs`` (two configs of groundjudge's reports). ``a`` and ``b``
+    say which sides (``"run 'run_a'"``); a side's chunker is one version or the set of versions
+    its traces name.
+    """
+
+    def __init__(self, a: str, chunker_a: str | Collection[str], b: str, chunker_b: str | Collection[str]) -> None:
+        self.a, self.b, self.chunker_a, self.chunker_b = a, b, chunker_a, chunker_b
+        super().__init__(f"{a} was chunked with {_versions(chunker_a)} and {b} with {_versions(chunker_b)}; "
+                         "chunk ids cannot be compared exactly. Re-run with the same chunker, or drop the strict "
+                         "setting to match by doc_id + span overlap")
+
+
+def _versions(chunker: str | Collection[str]) -> str:
+    if isinstance(chunker, str):
+        return repr(chunker)
+    names = sorted(chunker)
+    return repr(names[0]) if len(names) == 1 else repr(names)

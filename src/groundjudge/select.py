@@ -19,23 +19,11 @@ from dataclasses import dataclass
 
 from groundjudge.collector import collector_paused
 from groundjudge.contracts import Trace
+from groundjudge.judge.item import JudgeItem
 from groundjudge.load.dataset import Dataset
 from groundjudge.load.items import chunk_ids, chunk_texts
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
-
-
-@dataclass(frozen=True)
-class JudgeItem:
-    """Everything the judge sees for one case under one config (and everything its cache key needs)."""
-
-    case_id: str
-    config_id: str
-    question: str
-    contexts: Sequence[tuple[str, str]]  # (chunk id, text), in prompt order
-    answer: str
-    citations: Sequence[str]
-    expected_answer: str | None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +19,8 @@ from groundjudge.calibrate.evidence import (RULE, criterion_n, deciding_record, 
                                             record_labels_hash, reference)
 from groundjudge.calibrate.record import identity, identity_hash
 
+if TYPE_CHECKING:
+    from groundjudge.judge.results import JudgeRun
 
 DECIDED_BY = "; decided by "  # joins a trust reason and the record that decided it
 
@@ -123,13 +125,14 @@ def _f(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.3f}"  # kappa: undefined, not missing
 
 
-def calibration_summary(run_provenance: dict[str, Any], criteria: Sequence[str],
-                        records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """What report.json states about calibration: per criterion, the figures of the record that
-    decides it and that record (file, labels hash, n, raters); every record of this judge, with
-    the criteria it decides. The top-level path, raters and claims are those of the record that
-    decides the most criteria. None when no record is for exactly this judge."""
-    exact = exact_records(run_provenance, records)
+def calibration_summary(judge: JudgeRun, records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What report.json states about the calibration records this run's judge is held to: per
+    criterion, the figures of the record that decides it and that record (file, labels hash, n,
+    raters); every record of this judge, with the criteria it decides. The top-level path,
+    raters and claims are those of the record that decides the most criteria. None when no
+    record is for exactly this judge."""
+    exact = exact_records(judge.identity.model_dump(), records)
+    criteria = [c.name for c in judge.criteria]
     deciding = {c: r for c in criteria if (r := deciding_record(c, exact)) is not None}
     if not deciding:
         return None

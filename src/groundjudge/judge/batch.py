@@ -249,7 +249,7 @@ def plan_requests(rubric: Rubric, settings: ClientSettings, decoding: dict[str, 
                   items: Iterable[JudgeItem], *, retry_errors: bool = True,
                   asked: set[str] = frozenset()) -> list[Planned]:  # type: ignore[assignment]
     """One request per distinct cache key the cache cannot answer: a first call, or the repair
-    of a cached invalid first reply; the engine's own rules (see ``JudgeEngine._run_item``).
+    of a cached invalid first reply; the engine's own rules (see ``one_call_json.OneCallJson.run_item``).
     ``asked``: keys this run already sent in a batch; a key whose repair is also invalid is
     then final (judge_error), not asked a third time."""
     if rubric.protocol == "claim_questions":
@@ -286,8 +286,8 @@ def plan_questions(rubric: Rubric, settings: ClientSettings, decoding: dict[str,
                    items: Iterable[JudgeItem], *, retry_errors: bool = True,
                    asked: set[str] = frozenset()) -> list[Planned]:  # type: ignore[assignment]
     """claim_check: every question of a case the cache cannot answer, by the engine's rules
-    (``JudgeEngine._ask``): no answer yet, or an invalid one (prose, a word cut short) that
-    gets its repair (the same question again), or whose repair was invalid too and is asked
+    (``claim_questions.ClaimQuestions._ask``): no answer yet, or an invalid one (prose, a word
+    cut short) that gets its repair (the same question again), or whose repair was invalid too and is asked
     again from the start (``retry_errors``, unless this run already sent it: ``asked``).
     Support, cited-support, nugget and relevance questions depend on nothing; the contradiction
     questions depend on the support answers, so they are planned once those are all readable

@@ -94,7 +94,7 @@ def _rubric_and_model(rubric_id: str, version: int, rubric_hash: str, model: str
 
 @lru_cache(maxsize=1)
 def derivation_hash() -> str:
-    """What a stored case result (``claim_check``'s case memo, see ``judge.engine``) was derived
+    """What a stored case result (``claim_check``'s case memo, see ``judge.claim_questions``) was derived
     with: the tool's version and the source of the judge package and of the judge item. Any
     change to how replies are read or combined makes it new, so the stored result is derived
     again from the stored replies (no call), as the reply cache's rule has it: parsing happens

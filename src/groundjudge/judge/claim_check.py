@@ -35,7 +35,7 @@ from groundjudge.judge.render import neutralize
 from groundjudge.judge.results import ClaimResult, NuggetResult
 from groundjudge.judge.rubric import ClaimQuestions, Rubric
 from groundjudge.judge.verdict import VerdictError
-from groundjudge.select import JudgeItem
+from groundjudge.judge.item import JudgeItem
 
 Kind = Literal["claim", "contradiction", "cited", "nugget", "relevance"]
 

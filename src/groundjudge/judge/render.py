@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from groundjudge.judge.rubric import Rubric
-from groundjudge.select import JudgeItem
+from groundjudge.judge.item import JudgeItem
 
 __all__ = ["JudgeItem", "neutralize", "render_messages"]
 

@@ -33,7 +33,7 @@ higher), ``Loss`` (both found one, b ranks it lower), ``Draw`` (same rank, or bo
 When the runs' chunker versions differ, chunk ids are not comparable, so a hit is a chunk
 of an expected document whose spans cover at least 50% of a span of an expected chunk
 (:func:`span_match`); ``deltas["chunker_version_match"]`` says which mode was used, and with
-``strict_chunker_version=True`` differing versions raise :class:`ChunkerVersionMismatch`.
+``strict_chunker_version=True`` differing versions raise :class:`~groundjudge.errors.ChunkerMismatch`.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from groundjudge.load.adapters.kb_eval_store import chunk_ids as database_chunk_
 from groundjudge.load.adapters.kb_eval_store import store_aggregates
 from groundjudge.load.dataset import load_corpus
 from groundjudge.inert import markdown, markdown_code
-from groundjudge.errors import InputError
+from groundjudge.errors import ChunkerMismatch, InputError
 from groundjudge.profiles.registry import CaseOutcomes, Profile, ProfileResult, ProfileSettings
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "PROFILE",
     "MRR_CUTOFF",
     "MIN_SPAN_OVERLAP",
-    "ChunkerVersionMismatch",
     "KbEvalSettings",
     "aggregate",
     "citation_coverage_reason",
@@ -91,10 +90,6 @@ Kind = Literal["Win", "Loss", "Draw", "Regression"]
 # (doc_id, spans) of each expected chunk, by chunk id
 SpanIndex = Mapping[str, tuple[str, Sequence[SourceSpan]]]
 HitTest = Callable[[KbHit], bool]
-
-
-class ChunkerVersionMismatch(ValueError):
-    """Two runs were chunked differently and the caller asked for exact chunk-id matching only."""
 
 
 def round4(value: float | None) -> float | None:
@@ -402,7 +397,7 @@ def compare_runs(
 
     Raises
     ------
-    ChunkerVersionMismatch
+    groundjudge.errors.ChunkerMismatch
         If the chunker versions differ and ``strict_chunker_version`` is True.
     ValueError
         If a run has results for queries not in ``golden``.
@@ -410,10 +405,8 @@ def compare_runs(
     ks = _check_ks(ks)
     same_version = run_a.chunker_version == run_b.chunker_version
     if not same_version and strict_chunker_version:
-        raise ChunkerVersionMismatch(
-            f"run {run_a.run_id!r} was chunked with {run_a.chunker_version!r} and run {run_b.run_id!r} with "
-            f"{run_b.chunker_version!r}; chunk ids cannot be compared exactly. Re-run with the same chunker, "
-            "or drop the strict setting to match by doc_id + span overlap")
+        raise ChunkerMismatch(f"run {run_a.run_id!r}", run_a.chunker_version, f"run {run_b.run_id!r}",
+                              run_b.chunker_version)
     mode: MatchMode = "exact" if same_version else "fallback_doc_span"
     if mode == "exact":
         tests = {qid: _exact(q) for qid, q in golden.items()}
@@ -578,7 +571,7 @@ def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), 
         try:
             result = compare_runs(queries, runs[0], runs[1], strict_chunker_version=settings.strict_chunker_version,
                                   known_chunk_ids=store)
-        except ChunkerVersionMismatch as exc:
+        except ChunkerMismatch as exc:
             raise InputError.one(runs[1].source, None, "chunker_version",
                                  f"{exc} (--strict-chunker-version, or strict_chunker_version = true, is set)"
                                  ) from None

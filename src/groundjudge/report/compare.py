@@ -18,7 +18,8 @@ Per case, the deterministic checks decide: ``regression`` (A passed every check,
 
 When the two sides were chunked differently (``versions.chunking`` differs), chunk ids cannot
 be matched across them; retrieval is then re-scored by matching chunks on document id plus at
-least 50% span overlap, and the report says so. ``strict_chunker_version`` refuses instead.
+least 50% span overlap, and the report says so. ``strict_chunker_version`` refuses instead
+(:class:`~groundjudge.errors.ChunkerMismatch`).
 
 When a replaced system's profile compared the same two configs (``profile-<name>.json`` of a
 run folder), its own per-case outcomes are set beside these (``profile_agreement``): where they
@@ -28,16 +29,21 @@ agree, and for each case where they differ, what each looked at and why the rule
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from groundjudge.errors import ChunkerMismatch, InputError, InputProblem
 from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 from groundjudge.profiles.registry import CaseOutcomes
 
-__all__ = ["ALPHA", "ChunkerMismatch", "compare_configs", "configs_agreement", "judge_values",
-           "paired_permutation_p", "profile_agreement", "render_agreement_markdown", "render_compare_markdown"]
+__all__ = ["ALPHA", "compare_configs", "compare_run_files", "configs_agreement", "document_agreement",
+           "judge_values", "load_run_document", "paired_permutation_p", "profile_agreement", "profile_comparisons",
+           "render_agreement_markdown", "render_compare_markdown"]
 
 
 # retrieval metrics that match chunks by id (meaningless across chunker versions)
@@ -46,8 +52,114 @@ ID_MATCHED = {"hit", "recall", "precision", "mrr", "ndcg", "ndcg_exp", "map", "r
 assert not ID_MATCHED & set(SPAN_METRIC_PREFIXES)
 
 
-class ChunkerMismatch(ValueError):
-    pass
+class _ComparedSide(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    per_case: dict[str, dict[str, float | None]]
+    versions: dict[str, list[str] | str | None] = {}
+
+
+class _Compared(BaseModel):
+    """What :func:`compare_run_files` reads of a run document, checked before it is read."""
+
+    model_config = ConfigDict(extra="allow")
+    configs: list[str] = Field(min_length=1)
+    per_config: dict[str, _ComparedSide]
+
+
+def load_run_document(path: Path) -> dict[str, Any]:
+    """A run's metrics.json or report.json (``path`` or the run folder holding it), with what
+    a comparison reads of it checked: an edited or foreign file is an ``InputError`` naming its
+    field, never a KeyError halfway through."""
+    from groundjudge.load.records import json_document
+
+    if path.is_dir():
+        candidates = [path / "report.json", path / "metrics.json"]
+        path = next((p for p in candidates if p.exists()), candidates[-1])
+    doc = json_document(path)
+    if not isinstance(doc, dict) or "per_config" not in doc:
+        raise InputError.one(path, None, "per_config", "not a groundjudge metrics.json or report.json")
+    try:
+        run = _Compared.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError([InputProblem(str(path), None, ".".join(map(str, e["loc"])), e["msg"])
+                          for e in exc.errors(include_url=False)[:5]]) from None
+    missing = [c for c in run.configs if c not in run.per_config]
+    if missing:
+        raise InputError.one(path, None, "configs", f"configs without a per_config section: {missing}")
+    return doc
+
+
+def _chunking(side: Mapping[str, Any]) -> set[str]:
+    return set(side.get("versions", {}).get("chunking", []))
+
+
+def compare_run_files(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
+                      strict_chunker_version: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Compare two runs (or, with ``b`` None, two configs of one run; by default its first two):
+    the deterministic part of metrics.json / report.json, which every schema version shares,
+    and the judge's per-case values of report.json files (:func:`compare_configs`). When a run
+    folder holds a profile's own comparison of the same two configs (``profile-<name>.json``),
+    its per-case outcomes are set beside groundjudge's (:func:`profile_agreement`). A config
+    that is not there, or differing chunkers under ``strict_chunker_version``, is an
+    ``InputError`` naming the file."""
+    doc_a = load_run_document(a)
+    doc_b = load_run_document(b) if b is not None else doc_a
+    if b is None:
+        configs = doc_a["configs"]
+        config_a = config_a or configs[0]
+        config_b = config_b or (configs[1] if len(configs) > 1 else None)
+        if config_b is None:
+            raise InputError.one(a, None, "configs", "one run with a single config: give a second run to compare")
+    config_a = config_a or doc_a["configs"][0]
+    config_b = config_b or doc_b["configs"][0]
+    for doc, cfg, path in ((doc_a, config_a, a), (doc_b, config_b, b or a)):
+        if cfg not in doc["per_config"]:
+            raise InputError.one(path, None, "config", f"no config {cfg!r}; have {doc['configs']}")
+    side_a, side_b = doc_a["per_config"][config_a], doc_b["per_config"][config_b]
+    label_a = f"{a.name}:{config_a}" if b is not None else config_a
+    label_b = f"{b.name}:{config_b}" if b is not None else config_b
+    (judge_a, trusted_a), (judge_b, trusted_b) = judge_values(doc_a, config_a), judge_values(doc_b, config_b)
+    trusted = {name: ok and trusted_b.get(name, False) for name, ok in trusted_a.items()}
+    own = profile_comparisons([a] if b is None else [a, b], config_a, config_b)
+    try:
+        return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b,
+                               chunking=(_chunking(side_a), _chunking(side_b)),
+                               strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
+                               judge_b=judge_b, judge_trusted=trusted, profiles=own)
+    except ChunkerMismatch as exc:
+        raise InputError.one(b or a, None, "versions.chunking", f"{exc} (--strict-chunker-version is set)") from None
+
+
+def profile_comparisons(folders: Sequence[Path], config_a: str, config_b: str) -> dict[str, CaseOutcomes]:
+    """The profiles' own per-case outcomes for exactly these two configs, from the
+    ``profile-<name>.json`` files of the run folders."""
+    from groundjudge.load.records import json_document
+    from groundjudge.profiles import profile_names, profile_outcomes
+
+    found: dict[str, CaseOutcomes] = {}
+    for folder in dict.fromkeys(folders):
+        for name in profile_names():
+            path = folder / f"profile-{name}.json"
+            if not folder.is_dir() or not path.is_file():
+                continue
+            own = profile_outcomes(name, json_document(path))
+            if own is not None and own.configs == (config_a, config_b):
+                found[name] = own
+    return found
+
+
+def document_agreement(doc: Mapping[str, Any], name: str, report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where profile ``name``'s report (``report``) compared two configs of ``doc`` (metrics.json
+    or report.json content) case by case: its outcomes beside those of :func:`compare_configs`
+    on the same two configs, and why they differ (:func:`profile_agreement`); None when it
+    compared none, or configs ``doc`` does not have."""
+    from groundjudge.profiles import profile_outcomes
+
+    own = profile_outcomes(name, report)
+    if own is None or any(cfg not in doc.get("per_config", {}) for cfg in own.configs):
+        return None
+    side_a, side_b = (doc["per_config"][cfg] for cfg in own.configs)
+    return configs_agreement(side_a, side_b, name, own, (_chunking(side_a), _chunking(side_b)))
 
 
 def judge_values(doc: Mapping[str, Any], config: str) -> tuple[dict[str, dict[str, float]], dict[str, bool]]:
@@ -172,8 +284,7 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
     versions_a, versions_b = chunking
     cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
     if differ and strict_chunker_version:
-        raise ChunkerMismatch(f"chunker versions differ ({sorted(versions_a)} vs {sorted(versions_b)}) and "
-                              "--strict-chunker-version is set")
+        raise ChunkerMismatch(repr(label_a), versions_a, repr(label_b), versions_b)
     mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"
     metrics: dict[str, Any] = {}
     names = sorted({m for c in cases for m in per_a[c]} & {m for c in cases for m in per_b[c]})

@@ -1,0 +1,156 @@
+"""The ``one_call_json`` protocol: one call per case, whose JSON reply is the case's verdict.
+
+A reply is stored in the cache as soon as it arrives, whatever it parses to, and parsed after
+the cache (a parser fix reads it again for free). An invalid reply gets one repair retry: the
+model is shown its reply and what was wrong with it. A cached reply whose repair is missing (a
+run stopped between the two) pays for the repair only; one that was broken twice is asked again
+from the start with ``retry_errors``, else it stays a ``judge_error``.
+
+The engine (:mod:`.engine`) schedules the calls: concurrency, budget and stop rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from groundjudge.contracts import with_shared_parts
+from groundjudge.judge.cache import CachedReply
+from groundjudge.judge.client import CallFailed, CallResult
+from groundjudge.judge.item import JudgeItem
+from groundjudge.judge.pending import Pending, shared_values
+from groundjudge.judge.render import render_messages
+from groundjudge.judge.results import ClaimResult
+from groundjudge.judge.scoring import criterion_values
+from groundjudge.judge.verdict import VerdictError, parse_verdict
+
+if TYPE_CHECKING:
+    from groundjudge.judge.engine import JudgeEngine
+
+__all__ = ["OneCallJson", "claims_of"]
+
+
+def claims_of(verdict: Any) -> list[ClaimResult]:
+    return [with_shared_parts(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
+                                               support=list(c.support), klass=c.triage_class))
+            for c in verdict.claims]
+
+
+class OneCallJson:
+    """The protocol's steps for ``engine``'s run: what it reads from the cache, what it sends."""
+
+    groups_shared_prefixes = False  # calls go in the selection's priority order, for the budget to cut from its end
+    def __init__(self, engine: JudgeEngine) -> None:
+        self.engine = engine
+        self.rubric = engine.rubric
+        schema = engine.rubric.output_schema
+        assert schema is not None  # the rubric checks it has one for this protocol
+        self.schema = schema
+
+    def from_cache(self, item: JudgeItem) -> tuple[Pending | None, str, CachedReply | None]:
+        """The item judged from a valid cached reply, without the event loop; else None, with
+        the key and entry looked up (no entry, or one that needs a repair or a new call:
+        :meth:`run_item` handles those)."""
+        engine = self.engine
+        key = engine.key(item)
+        cached = engine.cache.get(key)
+        if cached is None:
+            return None, key, None
+        out = Pending(item, source="cache", cache_key=key)
+        try:
+            self._from_reply(out, cached.raw)
+        except VerdictError:
+            return None, key, cached
+        engine.totals.cache_hits += 1
+        return engine.finish(out), key, cached
+
+    async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
+                  sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
+        """Judge the items the cache did not settle (``looked_up``: each one's key and entry)."""
+        return list(await asyncio.gather(*(self.run_item(item, sem, stop, found)
+                                           for item, found in zip(items, looked_up, strict=True))))
+
+    def _from_reply(self, out: Pending, raw: str) -> None:
+        item = out.item
+        verdict = parse_verdict(raw, [cid for cid, _ in item.contexts], answer_has_text=bool(item.answer.strip()))
+        claims = claims_of(verdict)
+        values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
+                                  has_expected_answer=bool(item.expected_answer))
+        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, shared_values(values)
+        out.judge_reason = verdict.reason
+
+    def _account(self, out: Pending, result: CallResult | None, requests: int) -> None:
+        if result is not None:
+            self.engine.totals.mode = result.mode
+        self.engine.account(out, result, requests)
+
+    async def _call(self, out: Pending, messages: list[dict[str, str]]) -> CallResult:
+        client = await self.engine.get_client()
+        try:
+            result = await client.complete(messages, self.schema, self.rubric.id)
+        except CallFailed as exc:
+            self._account(out, None, exc.requests)
+            raise
+        self._account(out, result, result.requests)
+        return result
+
+    def _store(self, key: str, raw: str, model: str, out: Pending, *, repaired: bool, history: list[str]) -> None:
+        # Every paid reply is stored as soon as it arrives, whatever it parses to: a parser fix
+        # can read it again, and a run killed before the repair resumes with the repair only.
+        self.engine.cache.put(key, CachedReply(raw=raw, model=model, prompt_tokens=out.usage.prompt_tokens,
+                                               completion_tokens=out.usage.completion_tokens, created=time.time(),
+                                               repaired=repaired, history=history))
+
+    async def _repair(self, out: Pending, key: str, raw: str, problem: VerdictError, history: list[str]) -> None:
+        """The one repair retry: show the model its reply and what was wrong with it."""
+        messages = [*render_messages(self.rubric, out.item), {"role": "assistant", "content": raw},
+                    {"role": "user", "content": self.rubric.render_repair(str(problem))}]
+        second = await self._call(out, messages)
+        self._store(key, second.raw, second.model, out, repaired=True, history=[*history, raw])
+        try:
+            self._from_reply(out, second.raw)
+        except VerdictError as again:
+            out.status, out.raw = "judge_error", second.raw
+            out.reason = f"invalid verdict after one repair: {again}"
+
+    async def _judge_one(self, out: Pending, key: str, history: list[str]) -> None:
+        first = await self._call(out, render_messages(self.rubric, out.item))
+        self._store(key, first.raw, first.model, out, repaired=False, history=history)
+        try:
+            self._from_reply(out, first.raw)
+        except VerdictError as problem:
+            await self._repair(out, key, first.raw, problem, history)
+
+    async def run_item(self, item: JudgeItem, sem: asyncio.Semaphore, stop: dict[str, str],
+                       looked_up: tuple[str, CachedReply | None] | None = None) -> Pending:
+        engine = self.engine
+        out = Pending(item)
+        if looked_up is None:
+            key = out.cache_key = engine.key(item)
+            cached = engine.cache.get(key)
+        else:
+            (key, cached), out.cache_key = looked_up, looked_up[0]
+        if cached is None:
+            out.source = "call"
+            await engine.send(out, sem, stop, lambda: self._judge_one(out, key, []))
+            return engine.finish(out)
+        out.source = "cache"
+        engine.totals.cache_hits += 1
+        try:
+            self._from_reply(out, cached.raw)
+        except VerdictError as exc:
+            history, problem = [*cached.history], exc
+            if not cached.repaired:  # a run stopped between the first reply and its repair: pay for the repair only
+                out.raw = cached.raw
+                await engine.send(out, sem, stop, lambda: self._repair(out, key, cached.raw, problem, history))
+            elif engine.retry_errors:
+                # Broken twice before (a flaky network, say): ask again from the start; the
+                # broken replies stay in the entry's history.
+                out.source = "call"
+                engine.totals.cache_hits -= 1
+                await engine.send(out, sem, stop, lambda: self._judge_one(out, key, [*history, cached.raw]))
+            else:
+                out.status, out.raw, out.reason = "judge_error", cached.raw, f"invalid verdict (cached reply): {exc}"
+        return engine.finish(out)

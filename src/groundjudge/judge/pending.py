@@ -1,0 +1,80 @@
+"""One item while the engine judges it, whatever the protocol, and how its result is frozen.
+
+Both protocols (:mod:`.one_call_json`, :mod:`.claim_questions`) fill a :class:`Pending` and
+the engine (:mod:`.engine`) turns it into a :class:`~groundjudge.judge.results.CaseJudgement`
+once the item is settled: judged, ``judge_error`` with a reason, or ``skipped``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from groundjudge.contracts import with_shared_parts
+from groundjudge.judge.item import JudgeItem
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ClaimResult,
+    CriterionValue,
+    NuggetResult,
+    Status,
+    Usage,
+)
+
+__all__ = ["NotSent", "Pending", "shared_values"]
+
+
+@dataclass(slots=True)
+class Pending:
+    """One item while it is being judged (mutable); :meth:`result` freezes it. Slotted: a
+    nightly run holds one per item until the last is judged."""
+
+    item: JudgeItem
+    status: Status = "judge_error"
+    reason: str | None = None
+    source: Literal["cache", "call"] | None = None
+    criteria: dict[str, Any] = field(default_factory=dict)
+    claims: list[ClaimResult] = field(default_factory=list)
+    nuggets: list[NuggetResult] = field(default_factory=list)
+    judge_reason: str | None = None
+    raw: str | None = None
+    cache_key: str | None = None
+    usage: Usage = field(default=Usage())  # frozen: one shared zero for the (many) items that cost nothing
+    seconds: float = 0.0
+
+    def result(self, selected_because: str | None = None) -> CaseJudgement:
+        judged = self.status == "judged"
+        return with_shared_parts(CaseJudgement(
+            case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
+            reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
+            criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
+            nuggets=self.nuggets if judged else [],
+            judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
+            cache_key=self.cache_key, raw=self.raw))
+
+
+class NotSent(Exception):
+    """A question that was not sent: the run stopped, or the budget ran out."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+_VALUES: dict[tuple[Any, ...], CriterionValue] = {}
+
+
+def shared_values(values: dict[str, CriterionValue]) -> dict[str, CriterionValue]:
+    """The same (frozen) criterion value object for equal values: a nightly run holds hundreds
+    of thousands of verdicts, and their criterion values come from a handful of shares."""
+    out = {}
+    for name, value in values.items():
+        key = (type(value.label), value.label, type(value.value), value.value, type(value.confidence), value.confidence)
+        shared = _VALUES.get(key)
+        if shared is None:
+            if len(_VALUES) >= 10_000:
+                out[name] = value
+                continue
+            shared = _VALUES[key] = value
+        out[name] = shared
+    return out
