@@ -77,8 +77,9 @@ def test_every_bundled_file_passes_its_printed_schema(name: str) -> None:
     ("labels", {"query_id": "q", "rater": "r", "correct": 5}),
 ])
 def test_the_printed_schema_rejects_what_the_loader_rejects(name: str, record: dict, tmp_path: Path) -> None:
-    from groundjudge.contracts import CONTRACTS
     from pydantic import ValidationError
+
+    from groundjudge.contracts import CONTRACTS
 
     assert list(_schema(name).iter_errors(record)), record
     with pytest.raises(ValidationError):

@@ -15,10 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from groundjudge.calibrate.evidence import (RULE, criterion_n, deciding_record, describe, record_file,
-                                            record_labels_hash, reference)
+from groundjudge.calibrate.evidence import (
+    RULE,
+    criterion_n,
+    deciding_record,
+    describe,
+    record_file,
+    record_labels_hash,
+    reference,
+)
 from groundjudge.calibrate.record import identity, identity_hash
-
 
 DECIDED_BY = "; decided by "  # joins a trust reason and the record that decided it
 
