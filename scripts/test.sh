@@ -25,7 +25,7 @@ scripts/install.sh local dev embeddings
 # settings in pyproject.toml ([tool.ruff], [tool.mypy])
 checks=0
 echo "+ ruff check src tests"
-.venv/bin/ruff check --no-cache src tests || checks=1
+.venv/bin/ruff check --no-cache --output-format concise src tests || checks=1
 echo "+ mypy"
 .venv/bin/mypy || checks=1
 
