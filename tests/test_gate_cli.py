@@ -93,7 +93,8 @@ def test_a_gate_that_cannot_be_evaluated_is_a_config_error_before_anything_runs(
     result = run(judge_server, config)
     assert result.exit_code == 2, result.output
     first, *lines = result.output.splitlines()
-    assert first == "error: bad input" and all(line.startswith((f"  {config}: gates.", f"  {config}: metrics.")) for line in lines)
+    assert first == "error: bad input" and all(line.startswith((f"  {config}: gates.", f"  {config}: metrics."))
+                                               for line in lines)
     mine = [line for line in lines if line.startswith(f"  {config}: {field}: ")]
     assert len(mine) == 1 and says in mine[0], result.output  # one line per bad gate
     assert judge_server.call_count == calls and not (tmp_path / "out").exists()

@@ -69,7 +69,8 @@ def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], 
     return a, b, ids
 
 
-def _agree(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: CriterionInfo, seed: int, target_width: float, reps: int) -> dict[str, Any]:
+def _agree(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: CriterionInfo,
+           seed: int, target_width: float, reps: int) -> dict[str, Any]:
     from groundjudge.calibrate.agreement import agreement  # numpy and scikit-learn: only when calibrating
 
     a, b, ids = _pairs(first, second, criterion.name)

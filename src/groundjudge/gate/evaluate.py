@@ -232,8 +232,8 @@ def judge_error_threshold(gates: GatesConfig) -> Threshold:
 
 
 def _judge_health_gate(judge: JudgeRun, cfg: str, threshold: Threshold) -> GateResult:
-    common: dict[str, Any] = {"name": f"{cfg}: judge_error rate {describe(threshold)}", "config_id": cfg, "metric": JUDGE_ERROR_RATE,
-                              "tag": None, "threshold": describe(threshold), "kind": "judge_health"}
+    common: dict[str, Any] = {"name": f"{cfg}: judge_error rate {describe(threshold)}", "config_id": cfg,
+                              "metric": JUDGE_ERROR_RATE, "tag": None, "threshold": describe(threshold), "kind": "judge_health"}
     section = judge.per_config.get(cfg)
     if section is None:
         return no_data(common, threshold.on_missing, "the judge stage has no record of this config")

@@ -114,8 +114,8 @@ def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = N
                     continue
                 agg = run.summary.configs[cfg].aggregate.get(metric)
                 judge_metric = metric in run.summary.judge_metrics
-                point: dict[str, Any] = {"run_id": run.id, "started_at": run.summary.started_at, "config": cfg, "metric": metric,
-                                         "value": agg.value if agg else None, "n": agg.n if agg else 0}
+                point: dict[str, Any] = {"run_id": run.id, "started_at": run.summary.started_at, "config": cfg,
+                                         "metric": metric, "value": agg.value if agg else None, "n": agg.n if agg else 0}
                 if i == 0:
                     points.append(TrendPoint(**point, status="first", note="first run of the series"))
                     continue

@@ -97,7 +97,14 @@ _AMBIGUOUS = {"etc", "inc", "ltd", "co", "corp", "llc", "plc", "bros", "dept", "
               "hrs", "hr", "mins", "sq", "yr", "yrs", "govt", "intl", "natl", "misc", "esq"}
 # Words that usually open a new sentence: after an ambiguous abbreviation or an initial, a
 # capitalised word from this list ends the sentence; any other capitalised word does not.
-_OPENERS = {"the", "this", "that", "these", "those", "it", "its", "in", "on", "at", "a", "an", "they", "he", "she", "we", "you", "i", "there", "their", "his", "her", "our", "your", "my", "however", "but", "and", "so", "if", "when", "while", "as", "for", "to", "also", "additionally", "furthermore", "moreover", "therefore", "thus", "hence", "according", "based", "overall", "finally", "first", "second", "third", "then", "after", "before", "each", "all", "some", "most", "many", "no", "not", "other", "what", "which", "who", "whom", "how", "why", "where", "please", "note", "with", "by", "from", "since", "because", "although", "though", "both", "one", "two", "three", "four", "five", "several", "another", "any", "every", "such", "yet", "still", "instead", "meanwhile", "otherwise", "here", "only", "even", "unlike", "like", "during", "under", "over", "about", "among", "between", "within", "without", "through", "per"}
+_OPENERS = set("""
+the this that these those it its in on at a an they he she we you i there their his her our your my however
+but and so if when while as for to also additionally furthermore moreover therefore thus hence according
+based overall finally first second third then after before each all some most many no not other what which
+who whom how why where please note with by from since because although though both one two three four five
+many several another any every such yet still instead meanwhile otherwise here only even unlike like during
+under over about among between within without through per its
+""".split())
 
 _OPEN_CHARS = "\"“‘'([{«「『（*_`#<"
 _CLOSE_CHARS = "\"”’')]}»」』）*_`"

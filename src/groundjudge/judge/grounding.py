@@ -21,11 +21,31 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Function words of English: they carry no fact of their own, so a claim may use them freely.
-STOP_WORDS = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "either", "etc", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "however", "i", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "just", "let's", "may", "me", "might", "more", "most", "must", "mustn't", "my", "myself", "neither", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "others", "otherwise", "our", "ours", "ourselves", "out", "over", "own", "per", "rather", "same", "shall", "she", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "was", "wasn't", "we", "were", "weren't", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "won't", "would", "wouldn't", "yet", "you", "your", "yours", "yourself", "yourselves"])
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+don't down during each either etc few for from further had hadn't has hasn't have haven't having
+he her here hers herself him himself his how however i if in into is isn't it it's its itself
+just let's may me might more most must mustn't my myself neither no nor not now of off on once
+only or other others otherwise our ours ourselves out over own per rather same shall she should
+shouldn't so some such than that that's the their theirs them themselves then there there's
+these they this those though through thus to too under until up upon us very via was wasn't we
+were weren't what when where whether which while who whom whose why will with within without
+won't would wouldn't yet you your yours yourself yourselves
+""".split())
 
 # Words an answer uses to talk about its sources or to link its sentences, and generic words
 # of any explanation: they state no fact that a passage would have to contain.
-FRAME_WORDS = frozenset(["according", "additionally", "also", "another", "answer", "answers", "based", "certain", "clearly", "context", "contexts", "crucial", "different", "does", "e.g", "eg", "essentially", "especially", "example", "examples", "finally", "first", "firstly", "following", "furthermore", "generally", "given", "hence", "i.e", "ie", "important", "importantly", "include", "included", "includes", "including", "indeed", "information", "instance", "like", "likely", "main", "mainly", "make", "makes", "making", "mention", "mentioned", "mentions", "moreover", "namely", "need", "needs", "note", "noted", "one", "ones", "overall", "particular", "particularly", "passage", "passages", "provide", "provided", "provides", "providing", "question", "questions", "regarding", "said", "say", "says", "second", "secondly", "several", "specific", "specifically", "state", "stated", "states", "suggest", "suggests", "summary", "sure", "therefore", "thing", "things", "third", "typically", "use", "used", "uses", "using", "usually", "various", "way", "ways", "well", "whereas"])
+FRAME_WORDS = frozenset("""
+according additionally also another answer answers based certain clearly context contexts
+crucial different does e.g eg essentially especially example examples finally first firstly
+following furthermore generally given hence i.e ie important importantly include included
+includes including indeed information instance like likely main mainly make makes making mention
+mentioned mentions moreover namely need needs note noted one ones overall particular particularly
+passage passages provide provided provides providing question questions regarding said say says
+second secondly several specific specifically state stated states suggest suggests summary sure
+therefore thing things third typically use used uses using usually various way ways well whereas
+""".split())
 
 _SKIP = STOP_WORDS | FRAME_WORDS
 _PREFIX = 5  # long words match on this many leading letters

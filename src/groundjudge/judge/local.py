@@ -156,10 +156,11 @@ class LocalJudge:
         started = time.monotonic()
         log_path = self.models_dir / "server.log"
         # preexec_fn is unsafe with threads when it takes locks; _die_with_parent makes one prctl call
+        die_with_parent = _die_with_parent if sys.platform == "linux" else None
         with log_path.open("ab") as server_log:
             self.process = subprocess.Popen(self.command(model_path), stdout=server_log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509
+                                            preexec_fn=die_with_parent)  # noqa: PLW1509
         deadline = started + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

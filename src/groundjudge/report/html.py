@@ -123,8 +123,9 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
     out: dict[str, Markup] = {}
     tags = sorted({t for c in configs for t in doc["per_config"][c]["by_tag"]})
     for metric in TAG_METRICS[:2] + ("behavior_correct",):
-        series: dict[str, Sequence[float | None]] = {c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
-                  for c in configs}
+        series: dict[str, Sequence[float | None]] = {
+            c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
+            for c in configs}
         out[f"tag_{metric}"] = Markup(charts.grouped_bars(f"{metric} by tag", tags, series))
     if len(configs) >= 2:
         a, b = configs[0], configs[-1]

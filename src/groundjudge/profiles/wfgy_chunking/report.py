@@ -390,7 +390,8 @@ def report(
     gold_by_qid = {g.qid: g for g in gold}
     computed = ds.compute_missing(gold_by_qid, traces, texts=texts or {}, embedder=embedder)
 
-    options: dict[str, Any] = {"k": k, "ks": ks, "window": window, "citation_policy": citation_policy, "gold_offsets": block_offsets}
+    options: dict[str, Any] = {"k": k, "ks": ks, "window": window, "citation_policy": citation_policy,
+                               "gold_offsets": block_offsets}
     per_qid: PerQid = {}
     for g in gold:
         per_qid[g.qid] = [
