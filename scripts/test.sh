@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install groundjudge with its test tools, the embedded judge and the embedding model behind ΔS,
-# install Debian's Chromium for the browser tests when this user can, then run every test. Extra
-# arguments go to pytest (for example `-m "not local_model"` to leave out the tests that run the
-# real judge model).
+# install Debian's Chromium for the browser tests when this user can, check the code with ruff
+# and mypy, then run every test. Extra arguments go to pytest (for example `-m "not local_model"`
+# to leave out the tests that run the real judge model). The run fails if the tests fail or if
+# ruff or mypy find anything; the tests run either way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,4 +21,22 @@ else
     echo "             As root: apt-get install chromium"
 fi
 scripts/install.sh local dev embeddings
-exec .venv/bin/python -m pytest -q "$@"
+
+# settings in pyproject.toml ([tool.ruff], [tool.mypy])
+checks=0
+echo "+ ruff check src tests"
+.venv/bin/ruff check --no-cache --output-format concise src tests || checks=1
+echo "+ mypy"
+.venv/bin/mypy || checks=1
+
+set +e
+.venv/bin/python -m pytest -q "$@"
+tests=$?
+set -e
+if [ "$tests" -ne 0 ]; then
+    exit "$tests"
+fi
+if [ "$checks" -ne 0 ]; then
+    echo "groundjudge: the tests passed, but ruff or mypy found problems (above)" >&2
+    exit 1
+fi

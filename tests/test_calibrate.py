@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from groundjudge.calibrate.agreement import agreement, bootstrap_ci, bootstrap_kappas, kappa, labels_for_width
-from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.evidence import deciding_record
+from groundjudge.calibrate.ppi import ppi_mean
 from groundjudge.calibrate.record import build_record, find_records
 from groundjudge.calibrate.trust import TrustRules, trust_status
 from groundjudge.calibrate.verdicts import ItemLabels

@@ -33,7 +33,7 @@ def judged(tmp_path_factory) -> tuple[Path, str, str]:
 def test_calibrate_writes_a_record_with_inter_rater_figures(judged):
     tmp, _, _ = judged
     args = ["calibrate", "--config", str(EXAMPLE), "--report", str(tmp / "out" / "report.json"),
-            "--records-dir", str(tmp / "records"), *sum((["--labels", str(p)] for p in LABELS), [])]
+            "--records-dir", str(tmp / "records"), *(a for p in LABELS for a in ("--labels", str(p)))]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     (record_path,) = (tmp / "records").glob("*.json")
@@ -81,7 +81,7 @@ def test_another_judges_verdicts_are_calibrated_under_their_own_identity(tmp_pat
     verdicts.write_text("".join(json.dumps(x) + "\n" for x in lines))
     result = CliRunner().invoke(main, ["calibrate", "--verdicts", str(verdicts), "--judge-name", "vendor-judge-3",
                                        "--records-dir", str(tmp_path / "records"),
-                                       *sum((["--labels", str(p)] for p in LABELS), [])])
+                                       *(a for p in LABELS for a in ("--labels", str(p)))])
     assert result.exit_code == 0, result.output
     (path,) = (tmp_path / "records").glob("*.json")
     record = json.loads(path.read_text())
@@ -134,7 +134,7 @@ def agreeing_labels(report: Path, rater: str, count: int | None) -> list[dict]:
 
 def calibrate_cli(root: Path, *labels: Path) -> tuple[str, list[Path]]:
     args = ["calibrate", "--config", str(root / "examples" / "groundjudge.toml"),
-            "--report", str(root / "runs" / "first" / "report.json"), *sum((["--labels", str(p)] for p in labels), [])]
+            "--report", str(root / "runs" / "first" / "report.json"), *(a for p in labels for a in ("--labels", str(p)))]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     return result.output, sorted((root / "calibration" / "records").glob("*.json"))

@@ -18,8 +18,8 @@ from groundjudge.calibrate.record import build_record, write_record
 from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.judge.results import CriterionInfo
 from tests.support.judge_replies import question_in_request
-from tests.support.waiting import wait_for
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -4,8 +4,8 @@ calibration and to the gates with no Python edit."""
 from __future__ import annotations
 
 import hashlib
-import re
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any

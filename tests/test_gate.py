@@ -9,8 +9,18 @@ from groundjudge.calibrate.trust import TrustRules
 from groundjudge.calibrate.verdicts import ItemLabels
 from groundjudge.config import GatesConfig, RegressionGate, Threshold
 from groundjudge.gate import evaluate_gates
-from groundjudge.judge.results import (CaseJudgement, ConfigJudgement, CriterionInfo, CriterionValue, JudgeIdentity,
-                                       JudgeRun, JudgeTotals, RubricRef, Usage, summarize_config)
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ConfigJudgement,
+    CriterionInfo,
+    CriterionValue,
+    JudgeIdentity,
+    JudgeRun,
+    JudgeTotals,
+    RubricRef,
+    Usage,
+    summarize_config,
+)
 from groundjudge.metrics.acl import AclLeak
 from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun

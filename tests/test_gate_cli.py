@@ -76,8 +76,8 @@ def gate(report: dict[str, Any], metric: str, config: str = "candidate") -> dict
     ("", {'"behavior_correct" = { min = 1.0 }': '"recal@10" = { min = 1.0 }'},
      'gates.tags.acl."recal@10"', "unknown metric 'recal@10'"),
     ("judge_error_rate = { max = 0.2 }\n", {}, "gates.max_judge_error_rate", "the judge_error-rate gate is set twice"),
-    ('[[gates.regression]]\nmetric = "latency_ms.end_to_end.p95"\nbaseline = "baseline"\ncandidate = "candidate"\n'
-     'max_drop = 100\n', {}, "gates.regression[0].metric", "has no per-case values to pair"),
+    (('[[gates.regression]]\nmetric = "latency_ms.end_to_end.p95"\nbaseline = "baseline"\ncandidate = "candidate"\n'
+     'max_drop = 100\n'), {}, "gates.regression[0].metric", "has no per-case values to pair"),
     ('[[gates.regression]]\nmetric = "recal@10"\nbaseline = "baseline"\ncandidate = "candidate"\nmax_drop = 0\n',
      {}, "gates.regression[0].metric", "unknown metric 'recal@10'"),
     ('[[gates.regression]]\nmetric = "recall@10"\nbaseline = "baseline"\ncandidate = "candidatee"\nmax_drop = 0\n',
@@ -93,8 +93,8 @@ def test_a_gate_that_cannot_be_evaluated_is_a_config_error_before_anything_runs(
     result = run(judge_server, config)
     assert result.exit_code == 2, result.output
     first, *lines = result.output.splitlines()
-    assert first == "error: bad input" and all(line.startswith(f"  {config}: gates.") or
-                                               line.startswith(f"  {config}: metrics.") for line in lines)
+    assert first == "error: bad input" and all(line.startswith((f"  {config}: gates.", f"  {config}: metrics."))
+                                               for line in lines)
     mine = [line for line in lines if line.startswith(f"  {config}: {field}: ")]
     assert len(mine) == 1 and says in mine[0], result.output  # one line per bad gate
     assert judge_server.call_count == calls and not (tmp_path / "out").exists()

@@ -20,9 +20,9 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
 import groundjudge.inert

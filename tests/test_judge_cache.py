@@ -17,8 +17,8 @@ from groundjudge import api
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import ClientSettings, JudgeClient
 from groundjudge.judge.engine import JudgeEngine
-from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.rubric import Rubric, load_rubric, lock_rubrics
 from tests.support.judge_replies import make_item, verdict_dict, verdict_for_request
 from tests.support.openai_server import Reply, ScriptedOpenAIServer

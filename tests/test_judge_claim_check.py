@@ -39,7 +39,7 @@ def item(answer: str, *, expected: str | None = "Staff get 18 days. Requests go 
 
 def statement(body: dict) -> str:
     user = body["messages"][-1]["content"]
-    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", user, re.S)[-1]
+    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", user, re.DOTALL)[-1]
 
 
 def yes_no(p_yes: float) -> tuple[tuple[str, float], ...]:

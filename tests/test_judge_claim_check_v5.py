@@ -21,8 +21,8 @@ from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric, load_rubric, read_lock
 from groundjudge.metrics.evaluate import evaluate_dataset
-from tests.support.judge_replies import claim_answer
 from tests.support.engine_run import judge_items
+from tests.support.judge_replies import claim_answer
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,7 +117,7 @@ def item(answer: str, expected: str | None = "ERR-429 nghĩa là vượt rate li
 
 
 def last_block(body: dict) -> str:
-    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.S)[-1]
+    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.DOTALL)[-1]
 
 
 def scripted(relevance_p: float, nuggets: dict[str, float], *, logprobs: bool = True):

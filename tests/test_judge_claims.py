@@ -63,8 +63,8 @@ CASES = [
     ("Is it free? Yes, for students! Others pay $5.",
      [("Is it free?", (), C), ("Yes, for students!", (), C), ("Others pay $5.", (), C)]),
     # lists, lead-ins, headings
-    ("Based on the provided passages, here is how to make ribs:\n\n1. Heat the grill.\n2) Brush the ribs. "
-     "Cook 5 minutes.\n- Serve hot [r#1]\n* Enjoy with rice",
+    (("Based on the provided passages, here is how to make ribs:\n\n1. Heat the grill.\n2) Brush the ribs. "
+     "Cook 5 minutes.\n- Serve hot [r#1]\n* Enjoy with rice"),
      [("Based on the provided passages, here is how to make ribs:", (), "lead_in"), ("Heat the grill.", (), C),
       ("Brush the ribs.", (), C), ("Cook 5 minutes.", (), C), ("Serve hot", ("r#1",), C), ("Enjoy with rice", (), C)]),
     ("## Leave policy\n**Carry-over:**\nUp to 5 days carry over [hr#3].\n### Notes",

@@ -37,8 +37,8 @@ OK = '{"ok": true}'
 
 def make_client(srv: ScriptedOpenAIServer | None = None, base_url: str | None = None,
                 **overrides: Any) -> tuple[JudgeClient, RecordedSleep]:
-    settings = dict(base_url=base_url or srv.base_url, model=srv.model if srv else "m", api_key="sk-test-key",
-                    timeout_s=60.0, max_attempts=4, backoff_initial_s=1.0, backoff_max_s=30.0)
+    settings = {"base_url": base_url or srv.base_url, "model": srv.model if srv else "m", "api_key": "sk-test-key",
+                "timeout_s": 60.0, "max_attempts": 4, "backoff_initial_s": 1.0, "backoff_max_s": 30.0}
     settings.update(overrides)
     sleep = RecordedSleep()
     return JudgeClient(ClientSettings(**settings), sleep=sleep), sleep
@@ -243,7 +243,7 @@ def test_closed_port_is_unreachable_after_bounded_attempts() -> None:
 
 def test_timeout_is_retried_then_fails() -> None:
     with ScriptedOpenAIServer(default=Hang(60)) as srv:
-        client, sleep = make_client(srv, timeout_s=0.2, max_attempts=2)
+        client, _sleep = make_client(srv, timeout_s=0.2, max_attempts=2)
         started = time.monotonic()
         (exc,) = complete(client)
         assert srv.call_count == 2
@@ -254,7 +254,7 @@ def test_timeout_is_retried_then_fails() -> None:
 
 def test_disconnect_is_retried() -> None:
     with ScriptedOpenAIServer([Disconnect(), Reply(OK)]) as srv:
-        client, sleep = make_client(srv)
+        client, _sleep = make_client(srv)
         result = one(client)
         assert srv.call_count == 2
     assert result.raw == OK and result.attempts == 2

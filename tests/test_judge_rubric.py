@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groundjudge.judge.rubric import LOCK_NAME, load_rubric, lock_rubrics, parse_rubric_file, read_lock
 from groundjudge.errors import InputError
+from groundjudge.judge.rubric import LOCK_NAME, load_rubric, lock_rubrics, parse_rubric_file, read_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRICS = ROOT / "rubrics"

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from groundjudge.judge.one_call_json import claims_of
+from groundjudge.judge.rubric import load_rubric
+from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import (
     JudgedClaim,
     RawVerdict,
@@ -14,9 +18,6 @@ from groundjudge.judge.verdict import (
     extract_json,
     parse_verdict,
 )
-from groundjudge.judge.one_call_json import claims_of
-from groundjudge.judge.rubric import load_rubric
-from groundjudge.judge.scoring import criterion_values
 
 IDS = ["a#1", "a#2", "b#1"]
 RUBRIC = load_rubric(Path(__file__).resolve().parent.parent / "rubrics", "grounded_answer")
@@ -186,7 +187,7 @@ def test_triage_classes(verdict: str, cited: list[str], support: list[str], expe
 
 def test_verdicts_are_frozen() -> None:
     verdict = RawVerdict.model_validate(json.loads(GOOD))
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         verdict.correctness = 0  # type: ignore[misc]
 
 

@@ -8,8 +8,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from groundjudge.contracts import HumanLabel
-from groundjudge.label.estimate import (WeightedItem, agreement_weights, estimate_kappa, influence,
-                                        kappa_from_matrix)
+from groundjudge.label.estimate import WeightedItem, agreement_weights, estimate_kappa, influence, kappa_from_matrix
 from groundjudge.label.picker import capped_probabilities, systematic_sample
 from groundjudge.label.session import agreement_estimates, expected_after, plan_next_batch
 from tests.test_label_picker import example_session

@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundjudge.contracts import HumanLabel
-from groundjudge.label.picker import (PoolItem, capped_probabilities, plan_batch, stratified_scores,
-                                      stratum_probabilities, systematic_sample)
+from groundjudge.label.picker import (
+    PoolItem,
+    capped_probabilities,
+    plan_batch,
+    stratified_scores,
+    stratum_probabilities,
+    systematic_sample,
+)
 from groundjudge.label.run_source import JudgedItem, LabelRun
 from groundjudge.label.session import LabelSession, plan_next_batch, pool_items
 from groundjudge.load.adapters import load_any

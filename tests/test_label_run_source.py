@@ -6,8 +6,19 @@ from __future__ import annotations
 import pytest
 
 from groundjudge.errors import InputError
-from groundjudge.judge.results import (CaseJudgement, ClaimResult, ConfigJudgement, CriterionInfo, CriterionValue,
-                                       JudgeIdentity, JudgeRun, JudgeTotals, RubricRef, Usage, summarize_config)
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ClaimResult,
+    ConfigJudgement,
+    CriterionInfo,
+    CriterionValue,
+    JudgeIdentity,
+    JudgeRun,
+    JudgeTotals,
+    RubricRef,
+    Usage,
+    summarize_config,
+)
 from groundjudge.label.run_source import judged_items
 
 CRITERIA = [CriterionInfo(name="faithful", kind="binary", labels=[True, False], metric="faithfulness")]

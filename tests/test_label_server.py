@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from groundjudge.calibrate.verdicts import load_labels
-from groundjudge.label.session import CRITERIA
 from groundjudge.label import prepare_batch
 from groundjudge.label.server import CSP, LabelApp, LabelServer
+from groundjudge.label.session import CRITERIA
 from groundjudge.label.store import read_batches
 from tests.support.label_run import HOSTILE, make_label_run
 
@@ -72,7 +72,7 @@ def test_page_has_strict_csp_and_escapes_the_rater(server):
 
 
 def test_state_hides_the_judge_until_the_item_is_labelled(server):
-    srv, app, labels = server
+    srv, app, _labels = server
     _, payload = request(srv, "GET", "/api/state")
     state = json.loads(payload)
     assert state["done"] == 0 and state["total"] == 4 and state["rater"] == "ann <b>"

@@ -12,8 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from groundjudge.calibrate.verdicts import load_labels
-from groundjudge.label.session import CRITERIA
 from groundjudge.contracts import HumanLabel
+from groundjudge.label.session import CRITERIA
 from groundjudge.label.store import append_label, append_line, read_labels, sidecar_path
 
 ROOT = Path(__file__).resolve().parent.parent

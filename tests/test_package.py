@@ -3,6 +3,7 @@ outside the source tree that finds its rubrics and runs the example."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -76,8 +77,9 @@ def test_every_bundled_file_passes_its_printed_schema(name: str) -> None:
     ("labels", {"query_id": "q", "rater": "r", "correct": 5}),
 ])
 def test_the_printed_schema_rejects_what_the_loader_rejects(name: str, record: dict, tmp_path: Path) -> None:
-    from groundjudge.contracts import CONTRACTS
     from pydantic import ValidationError
+
+    from groundjudge.contracts import CONTRACTS
 
     assert list(_schema(name).iter_errors(record)), record
     with pytest.raises(ValidationError):
@@ -128,3 +130,38 @@ def test_a_wheel_installed_outside_the_repository_runs_the_example(tmp_path: Pat
     report = json.loads((work / "out" / "report.json").read_text())
     assert report["judge"]["identity"]["rubric"]["id"] == "grounded_answer"
     assert not (work / "rubrics").exists()
+
+
+def _type_checking_imports(init: Path) -> dict[str, str]:
+    """name -> module of the imports under ``if TYPE_CHECKING:`` in a package's __init__.py."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    block = next((node for node in tree.body if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+                  and node.test.id == "TYPE_CHECKING"), None)
+    assert block is not None, f"{init}: no `if TYPE_CHECKING:` imports"
+    return {alias.asname or alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names if node.module is not None}
+
+
+def test_the_names_type_checkers_see_are_the_names_imported_on_use() -> None:
+    """The package imports its public names lazily; type checkers read the TYPE_CHECKING imports
+    instead, so the two lists and __all__ must name the same things from the same modules."""
+    seen = _type_checking_imports(Path(groundjudge.__file__))
+    assert seen == groundjudge._EXPORTS
+    assert sorted(groundjudge.__all__) == sorted(["__version__", *groundjudge._EXPORTS])
+
+
+def test_a_type_checker_sees_the_signature_of_an_exported_function(tmp_path: Path) -> None:
+    """``gj.run_eval`` is a typed function to mypy, not ``Any``: a call with a wrong argument is an
+    error, with the project's own mypy settings."""
+    from mypy import api as mypy_api
+
+    snippet = tmp_path / "use_groundjudge.py"
+    snippet.write_text("import groundjudge as gj\n\n"
+                       "reveal_type(gj.run_eval)\n"
+                       "gj.run_eval(\"examples/groundjudge.toml\", None)\n", encoding="utf-8")
+    stdout, stderr, status = mypy_api.run(["--config-file", str(ROOT / "pyproject.toml"), str(snippet)])
+    assert status == 1, stdout + stderr
+    revealed = next(line for line in stdout.splitlines() if "Revealed type" in line)
+    assert "config: groundjudge.config.Config" in revealed and "-> groundjudge.api.RunResult" in revealed, revealed
+    assert 'Argument 1 to "run_eval" has incompatible type "str"; expected "Config"' in stdout, stdout
+    assert 'Argument 2 to "run_eval" has incompatible type "None"; expected "JudgeSession"' in stdout, stdout

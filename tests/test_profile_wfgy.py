@@ -282,7 +282,7 @@ def test_scu_counts_only_when_enforced():
                               "constraint_integrity": 0.5}
     enforced = wfgy.report(g, t, scu_enforced=True)
     assert enforced["precision"] == 0.5 and enforced["pass"] is False
-    assert [r for r in enforced["gate_results"] if r["gate"] == "scu_violations"][0]["passed"] is False
+    assert next(r for r in enforced["gate_results"] if r["gate"] == "scu_violations")["passed"] is False
 
 
 def test_scu_ignores_refusals_and_items_without_constraints():

@@ -284,7 +284,7 @@ def test_a_missing_model_nulls_delta_s_even_when_some_runs_carry_their_own(no_mo
     # A run with no text is a fact of the input, not of the install: the others still count.
     partial = chunking.report(g, [run("A", delta_s=[0.1]), run("B")], embedder=lambda texts: pytest.fail("no text"))
     assert partial["ΔS_med"] == pytest.approx(0.1)
-    gate = [x for x in partial["gates"] if x["gate"] == "ΔS_med"][0]
+    gate = next(x for x in partial["gates"] if x["gate"] == "ΔS_med")
     assert gate["status"] == "pass" and gate["reason"] == "from 1 of 2 runs"
 
 
@@ -357,14 +357,14 @@ def test_lambda_convergence_over_paraphrase_triplets():
     t += [run("C", query=q, state="→") for q in ("q1", "q1", "q2")]  # two seeds, two paraphrases
     result = chunking.report(g, t)
     assert result["λ_triplets"] == 2 and result["λ_convergent"] == 0.5
-    assert [x for x in result["gates"] if x["gate"] == "λ_convergent"][0]["status"] == "fail"
+    assert next(x for x in result["gates"] if x["gate"] == "λ_convergent")["status"] == "fail"
 
 
 def test_lambda_gate_skips_when_runs_carry_no_lambda_state():
     t = [run(query=q) for q in ("q1", "q2", "q3")]
     result = chunking.report([gold()], t)
     assert result["λ_convergent"] is None
-    gate = [x for x in result["gates"] if x["gate"] == "λ_convergent"][0]
+    gate = next(x for x in result["gates"] if x["gate"] == "λ_convergent")
     assert gate["status"] == "skipped" and "λ_state" in gate["reason"]
 
 
@@ -419,7 +419,7 @@ def test_report_carries_the_live_gate():
     g, live = _fifty(50)
     _, shadow = _fifty(48)
     result = chunking.report(g, shadow, live_traces=live)
-    gate = [x for x in result["gates"] if x["gate"] == "recall@5_drop_points"][0]
+    gate = next(x for x in result["gates"] if x["gate"] == "recall@5_drop_points")
     assert gate["status"] == "fail" and gate["value"] == 4.0
     assert result["recall@5_vs_live"]["live_R@5"] == 1.0
 

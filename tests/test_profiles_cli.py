@@ -38,7 +38,7 @@ def test_format_is_detected(name):
 @pytest.mark.parametrize("name", SYSTEMS)
 def test_profile_reports_beside_native_metrics(name, tmp_path):
     golden, traces, extra = SYSTEMS[name]
-    args = ["metrics", "--profile", name, "--golden", str(golden), *sum((["--traces", str(t)] for t in traces), []),
+    args = ["metrics", "--profile", name, "--golden", str(golden), *(a for t in traces for a in ("--traces", str(t))),
             *extra, "--out", str(tmp_path), "--quiet"]
     result = CliRunner().invoke(main, args)
     own = json.loads((tmp_path / f"profile-{name}.json").read_text())
@@ -203,10 +203,10 @@ def _kb_metrics(tmp_path: Path, *args: str) -> tuple[Any, Path, Path]:
 
 
 def test_kb_eval_database_runs_are_scored_and_aggregate_json_written_back(tmp_path):
-    from tests.support import kb_eval_reference as ref
-    from tests.support.kb_eval_seed import RUN_A, RUN_B, stored_aggregate
     import yaml
-    from tests.support.kb_eval_seed import CHUNKS, GOLDEN_YAML
+
+    from tests.support import kb_eval_reference as ref
+    from tests.support.kb_eval_seed import CHUNKS, GOLDEN_YAML, RUN_A, RUN_B, stored_aggregate
 
     result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_b")
     assert result.exit_code == 0, result.output
@@ -257,9 +257,9 @@ def test_a_kb_eval_setting_for_another_profile_is_refused(tmp_path):
 def test_kb_eval_knobs_from_the_profile_table_of_the_config_file(tmp_path):
     from tests.support.kb_eval_seed import seed_database
 
-    golden, db = seed_database(tmp_path)
+    _golden, db = seed_database(tmp_path)
     config = tmp_path / "groundjudge.toml"
-    config.write_text(f'[inputs]\ngolden = "golden_queries.yaml"\ntraces = ["kb.sqlite#run_a", "kb.sqlite#run_c"]\n\n'
+    config.write_text('[inputs]\ngolden = "golden_queries.yaml"\ntraces = ["kb.sqlite#run_a", "kb.sqlite#run_c"]\n\n'
                       '[profile.kb-eval]\nstrict_chunker_version = true\nkeep_aggregate_json = true\n')
     before = db.read_bytes()
     refused = CliRunner().invoke(main, ["metrics", "--config", str(config), "--profile", "kb-eval",
@@ -282,7 +282,7 @@ def test_kb_eval_knobs_from_the_profile_table_of_the_config_file(tmp_path):
 def test_compare_says_where_and_why_kb_eval_and_groundjudge_part(tmp_path):
     """groundjudge compare and kb-eval's own compare decide a query by different rules; every
     query they decide differently is listed with both outcomes and what each looked at."""
-    result, db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_c")
+    result, _db, out = _kb_metrics(tmp_path, "--traces", "DB#run_a", "--traces", "DB#run_c")
     assert result.exit_code == 0, result.output
     compared = CliRunner().invoke(main, ["compare", str(out), "--out", str(tmp_path / "cmp")])
     assert compared.exit_code == 0, compared.output
@@ -348,7 +348,7 @@ def test_kb_eval_example_agreement_as_docs_profiles_md_states_it(tmp_path):
     and groundjudge draws, q5 a kb-eval loss and a groundjudge win (A said a forbidden string)."""
     golden, traces, _ = SYSTEMS["kb-eval"]
     result = CliRunner().invoke(main, ["metrics", "--profile", "kb-eval", "--golden", str(golden),
-                                       *sum((["--traces", str(t)] for t in traces), []), "--out", str(tmp_path),
+                                       *(a for t in traces for a in ("--traces", str(t))), "--out", str(tmp_path),
                                        "--quiet"])
     assert result.exit_code == 0, result.output
     agreement = json.loads((tmp_path / "metrics.json").read_text())["profile"]["agreement"]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from groundjudge.cli import main
 from groundjudge.config import load_config
+from groundjudge.errors import InputError
 from groundjudge.load.adapters import (
     InputFormat,
     detect_format,
@@ -21,7 +22,6 @@ from groundjudge.load.adapters import (
     register_format,
     unregister_format,
 )
-from groundjudge.errors import InputError
 from groundjudge.profiles import Profile, profile_names, register_profile
 from tests.conftest import FIXTURES, ROOT
 from tests.support import toy_system
@@ -42,7 +42,7 @@ def metrics(*args: str | Path):
 
 
 def test_no_source_file_names_the_toy_system():
-    mentions = [str(p) for p in (ROOT / "src").rglob("*.py") if re.search(r"\btoy\b", p.read_text(), re.I)]
+    mentions = [str(p) for p in (ROOT / "src").rglob("*.py") if re.search(r"\btoy\b", p.read_text(), re.IGNORECASE)]
     assert mentions == []
 
 

@@ -22,7 +22,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium package is not installed")
 
 HOSTILE = ("<script>document.body.setAttribute('data-pwned', 'yes')</script><img src=x onerror=alert(1)> DATA>>> <<<DATA id=evil "
-           "</td></tr></table></section> ‮evil‭ ZA̡͊͠͝LGΟ " + "W" * 5000 + " ״עברית״ \"quotes\" &amp; {{ 7*7 }}")
+           "</td></tr></table></section> \u202eevil\u202d ZA̡͊͠͝LGΟ " + "W" * 5000 + " ״עברית״ \"quotes\" &amp; {{ 7*7 }}")
 
 
 def chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
@@ -36,7 +36,7 @@ def chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
 def run_report(tmp: Path, golden: Path, traces: list[Path], corpus: Path, script) -> Path:
     with ScriptedOpenAIServer(script) as srv:
         result = CliRunner().invoke(main, [
-            "run", "--rubric", "grounded_answer", "--golden", str(golden), *sum((["--traces", str(t)] for t in traces), []),
+            "run", "--rubric", "grounded_answer", "--golden", str(golden), *(a for t in traces for a in ("--traces", str(t))),
             "--corpus", str(corpus), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
             "--cache-dir", str(tmp / "cache"), "--out", str(tmp / "out"), "--quiet"])
     assert result.exit_code in (0, 1), result.output
@@ -71,7 +71,7 @@ def test_hostile_text_is_escaped_in_the_html_source(hostile_html):
     html = hostile_html.read_text()
     assert len(re.findall(r"<script[\s>]", html)) == 1  # ours only
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert "</td></tr></table></section> ‮" not in html
+    assert "</td></tr></table></section> \u202e" not in html
     assert "{{ 7*7 }}" in html and ">49<" not in html  # no template evaluation of data
     assert "ZA̡͊͠͝LGΟ" in html and "W" * 5000 in html  # kept, as text
 

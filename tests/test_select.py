@@ -12,7 +12,7 @@ import pytest
 from groundjudge import api
 from groundjudge.load.dataset import Dataset, load_dataset
 from groundjudge.metrics.evaluate import MetricsRun, evaluate_dataset
-from groundjudge.select import SelectSettings, Selection, select_cases, skip_counts
+from groundjudge.select import Selection, SelectSettings, select_cases, skip_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ def by_pair(selections: list[Selection]) -> dict[tuple[str, str], Selection]:
     return pairs
 
 
-GOOD = dict(expected_chunk_ids=["leave#1"], must_contain=["15 days"], must_cite=["leave#1"], tags=["hr"])
+GOOD = {"expected_chunk_ids": ["leave#1"], "must_contain": ["15 days"], "must_cite": ["leave#1"], "tags": ["hr"]}
 
 
 @pytest.fixture

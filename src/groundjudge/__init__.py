@@ -12,9 +12,47 @@ Names are imported on first use, so ``import groundjudge`` (and the command line
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.3.0"
+
+if TYPE_CHECKING:
+    # What type checkers and editors see. At run time each name is imported on first use by
+    # __getattr__ below; tests/test_package.py keeps these imports, _EXPORTS and __all__ the same.
+    from groundjudge.api import (
+        Calibration,
+        RunResult,
+        batch_step,
+        calibrate,
+        check_gate_config,
+        check_outputs,
+        compare,
+        compute_metrics,
+        for_profile,
+        history_path,
+        history_record,
+        judge_findings,
+        load_inputs,
+        open_escalation,
+        open_judge,
+        position_probe,
+        profile_report,
+        profile_settings,
+        report_document,
+        resolve_config,
+        rubric_for,
+        run_eval,
+        write_metrics_reports,
+        write_run_reports,
+    )
+    from groundjudge.config import Config
+    from groundjudge.errors import GroundjudgeError, InputError, JudgeUnavailable, StorageError
+    from groundjudge.gate import GateReport
+    from groundjudge.history.record import PendingHistory, append_history
+    from groundjudge.judge.results import CaseJudgement, JudgeRun
+    from groundjudge.judge.rubric import Rubric
+    from groundjudge.judge.session import JudgeSession
+    from groundjudge.load.dataset import Dataset
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -57,7 +95,14 @@ _EXPORTS = {
     "StorageError": "groundjudge.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "Calibration", "CaseJudgement", "Config", "Dataset", "GateReport", "GroundjudgeError", "InputError", "JudgeRun",
+    "JudgeSession", "JudgeUnavailable", "PendingHistory", "Rubric", "RunResult", "StorageError", "__version__",
+    "append_history", "batch_step", "calibrate", "check_gate_config", "check_outputs", "compare", "compute_metrics",
+    "for_profile", "history_path", "history_record", "judge_findings", "load_inputs", "open_escalation", "open_judge",
+    "position_probe", "profile_report", "profile_settings", "report_document", "resolve_config", "rubric_for",
+    "run_eval", "write_metrics_reports", "write_run_reports",
+]
 
 
 def __getattr__(name: str) -> Any:

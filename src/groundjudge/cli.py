@@ -9,7 +9,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def main() -> None:
 
 
 def default_out() -> Path:
-    return Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def print_summary(doc: dict[str, Any], quiet: bool) -> None:
@@ -107,7 +107,7 @@ def profile_names() -> Sequence[str]:
     return registered()
 
 
-class RegistryChoice(click.Choice):
+class RegistryChoice(click.Choice[str]):
     """A choice among a registry's names, read when the option is used (not when this module is
     imported), so a system registered later is a valid choice too."""
 
@@ -116,8 +116,8 @@ class RegistryChoice(click.Choice):
         self._names = names
         self.case_sensitive = True
 
-    @property  # type: ignore[override]
-    def choices(self) -> tuple[str, ...]:
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]  # read-only on purpose: names come from the registry
         return tuple(self._names())
 
 
@@ -586,7 +586,7 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written:
     from groundjudge.calibrate.trust import DECIDED_BY
 
     def verdict(status: Any) -> str:  # the lines below the table name the deciding record
-        short = status.reason.split(DECIDED_BY, 1)[0]
+        short: str = status.reason.split(DECIDED_BY, 1)[0]
         return short if status.record in (None, written) else short + " (another record decides: below)"
 
     table = Table(title=Text(terminal(f"judge vs {record['primary_rater']} ({record['judge']['model']})")))
@@ -629,9 +629,9 @@ def _num(value: float | None) -> str:
 def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str | None,
             strict_chunker_version: bool, seed: int, out: Path | None, fail_on_regression: bool) -> None:
     """Compare two runs (RUN_A RUN_B), or two configs of one run: deltas, significance, win/loss."""
+    from groundjudge import api
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import render_compare_markdown
-    from groundjudge import api
     from groundjudge.report.markdown import HEADLINE
 
     if out is not None:

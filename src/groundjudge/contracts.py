@@ -10,7 +10,7 @@ reports untouched.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Literal, TypeVar, get_origin
+from typing import Annotated, Any, Final, Literal, TypeVar, get_origin
 
 from pydantic import (
     BaseModel,
@@ -387,7 +387,7 @@ GOLDEN_UNRECORDABLE = ("expected_behavior",)
 # 4 adds a metric value's ``reason`` (cases left out: an input was not recorded) and case
 # details with no behaviour (null: not recorded). Each version's document is a valid document
 # of the next, so readers take them all.
-REPORT_SCHEMA_VERSION = 4
+REPORT_SCHEMA_VERSION: Final = 4
 READABLE_REPORT_VERSIONS = (2, 3, 4)
 
 CONTRACTS: dict[str, type[BaseModel]] = {

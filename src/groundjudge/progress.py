@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Any
+from typing import IO, Any, Self
 
 PLAIN_INTERVAL_S = 30.0
 
 
 def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds}s"
     minutes, seconds = divmod(seconds, 60)
@@ -53,7 +53,7 @@ class JudgeProgress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
-    def __enter__(self) -> JudgeProgress:
+    def __enter__(self) -> Self:
         if self.live:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

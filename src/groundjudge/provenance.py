@@ -26,7 +26,7 @@ def provenance() -> dict[str, object]:
     here = Path(__file__).resolve().parent
     commit = _git(["rev-parse", "HEAD"], here)
     dirty = None if commit is None else bool(_git(["status", "--porcelain", "--untracked-files=no"], here))
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["JSONProblem", "loads", "non_finite_fields", "NON_FINITE", "TOO_DEEP"]
+__all__ = ["NON_FINITE", "TOO_DEEP", "JSONProblem", "loads", "non_finite_fields"]
 
 NON_FINITE = ("not a finite number (NaN, Infinity, or beyond the range of a double): write a number, or null for "
               "no value")

@@ -70,7 +70,7 @@ class RecordedSleep:
 
 def claim_statement(body: dict[str, Any]) -> str:
     """The statement a claim_check question asks about (the last data block of its prompt)."""
-    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.S)[-1]
+    return re.findall(r"<<<DATA\n(.*?)\nDATA>>>", body["messages"][-1]["content"], re.DOTALL)[-1]
 
 
 def claim_answer_p(body: dict[str, Any]) -> float:

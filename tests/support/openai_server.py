@@ -43,16 +43,17 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Self
 from urllib.parse import unquote
 
 __all__ = [
-    "Action",
-    "BatchBackend",
     "DEFAULT_CONTENT",
     "DEFAULT_MODEL",
+    "Action",
+    "BatchBackend",
     "Disconnect",
     "HTTPError",
     "Hang",
@@ -140,7 +141,7 @@ class Truncated:
         return text[: len(text) // 2]
 
 
-Action = Union[Reply, HTTPError, Hang, Disconnect, Truncated]
+Action = Reply | HTTPError | Hang | Disconnect | Truncated
 ScriptFn = Callable[[dict, int], Any]
 
 
@@ -225,7 +226,7 @@ class _HTTPServer(ThreadingHTTPServer):
     block_on_close = False  # we close connections and join handler threads ourselves
     allow_reuse_address = True
     request_queue_size = 128
-    owner: "ScriptedOpenAIServer"
+    owner: ScriptedOpenAIServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -246,9 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.owner._unregister(self.connection)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         if self.server.owner.verbose:
-            sys.stderr.write("%s - %s\n" % (self.address_string(), format % args))
+            sys.stderr.write(f"{self.address_string()} - {format % args}\n")
 
     # ---- low level
     def _read_body(self) -> bytes:
@@ -357,16 +358,16 @@ class _Handler(BaseHTTPRequestHandler):
         except _ClientGone:
             self.close_connection = True
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._route("POST")
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._route("GET")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._route("PUT")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._route("DELETE")
 
     # ---- chat completions
@@ -472,7 +473,7 @@ class ScriptedOpenAIServer:
         port: int = 0,
         max_lifetime_s: float | None = 300.0,
         verbose: bool = False,
-        batches: "BatchBackend | None" = None,
+        batches: BatchBackend | None = None,
     ) -> None:
         self.model = model
         self.batches = batches if batches is not None else BatchBackend()
@@ -500,7 +501,7 @@ class ScriptedOpenAIServer:
         self._stopped = False
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "ScriptedOpenAIServer":
+    def start(self) -> Self:
         if self._httpd is not None:
             raise RuntimeError("server already started")
         httpd = _HTTPServer((self._host, self._port), _Handler)
@@ -541,10 +542,10 @@ class ScriptedOpenAIServer:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def __enter__(self) -> "ScriptedOpenAIServer":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @property
@@ -771,7 +772,7 @@ class BatchBackend:
     def _public(entry: dict) -> dict:
         return {k: v for k, v in entry.items() if k != "data"}
 
-    def handle(self, method: str, path: str, raw: bytes, content_type: str, owner: "ScriptedOpenAIServer",
+    def handle(self, method: str, path: str, raw: bytes, content_type: str, owner: ScriptedOpenAIServer,
                ) -> tuple[int, Any]:
         parts = [unquote(p) for p in path.strip("/").split("/")]  # v1, files|batches, id?, action?
         with self._lock:
@@ -819,7 +820,7 @@ class BatchBackend:
                     self._finish(batch, owner, "completed", None)
             return 200, batch
 
-    def _finish(self, batch: dict, owner: "ScriptedOpenAIServer", status: str, answer_first: int | None) -> None:
+    def _finish(self, batch: dict, owner: ScriptedOpenAIServer, status: str, answer_first: int | None) -> None:
         text = self.files[batch["input_file_id"]]["data"].decode("utf-8")
         requests = [json.loads(line) for line in text.splitlines() if line.strip()]
         out, errors = [], []

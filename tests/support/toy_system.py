@@ -30,6 +30,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters import InputFormat, register_format, unregister_format
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
@@ -41,7 +42,6 @@ from groundjudge.load.adapters.foreign import (
     null_as_default,
     read_unique,
 )
-from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
 from groundjudge.profiles import Flag, Profile, ProfileResult, ProfileSettings, register_profile, unregister_profile
 

@@ -44,11 +44,11 @@ def _codes(a: Sequence[Label], b: Sequence[Label], labels: Sequence[Label]) -> t
 def _weight_matrix(size: int, weights: Weights) -> np.ndarray:
     i, j = np.indices((size, size))
     if weights is None:
-        return (i != j).astype(np.int64)
+        return np.asarray(i != j, dtype=np.int64)
     if weights == "linear":
-        return np.abs(i - j)
+        return np.asarray(np.abs(i - j), dtype=np.int64)
     if weights == "quadratic":
-        return (i - j) ** 2
+        return np.asarray((i - j) ** 2, dtype=np.int64)
     raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
 
 

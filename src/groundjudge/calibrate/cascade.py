@@ -121,7 +121,7 @@ def cutoffs_for(identity: dict[str, Any], records: Sequence[dict[str, Any]]) -> 
     for name in sorted({c for r in exact for c in r.get("criteria", {})}):
         record = deciding_record(name, exact)
         block = record.get("criteria", {}).get(name, {}).get("selective") if record is not None else None
-        if not block:
+        if not block or record is None:
             continue
         fit = block["cutoff"]
         out[name] = Cutoff(judge=identity["model"], cutoff=fit["cutoff"], target_agreement=fit["target_agreement"],
@@ -222,8 +222,8 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                     continue
                 key = (case_id, cfg)
                 said = _typed(value.label, kind)
-                common = dict(case_id=case_id, config_id=cfg, first_label=said,
-                              first_confidence=verdict_confidence(said, value.confidence, kind))
+                common: dict[str, Any] = {"case_id": case_id, "config_id": cfg, "first_label": said,
+                                          "first_confidence": verdict_confidence(said, value.confidence, kind)}
                 kept = _keeps(cut, said, value.confidence, kind)
                 human = _human(humans, key, name, kind)
                 later = escalation.case(cfg, case_id) if escalation is not None else None
@@ -234,7 +234,7 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                     decisions.append(ItemDecision(**common, source="trusted", label=said, confidence=kept))
                 elif human is not None:
                     decisions.append(ItemDecision(**common, source="human", label=human, confidence=None))
-                elif later_kept is not None:
+                elif later_kept is not None and later_value is not None:
                     decisions.append(ItemDecision(**common, source="escalated", label=_typed(later_value.label, kind),
                                                   confidence=later_kept))
                 else:
@@ -260,7 +260,7 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
 
 def _summarise(name: str, kind: str, decisions: list[ItemDecision], first: Cutoff, escalation: Cutoff | None,
                humans: dict[ItemKey, ItemLabels] | None) -> CriterionCascade:
-    counts = {s: sum(1 for d in decisions if d.source == s) for s in SOURCES}
+    counts: dict[str, int] = {s: sum(1 for d in decisions if d.source == s) for s in SOURCES}
     decided = [d for d in decisions if d.source != "queued"]
     labels = [float(d.label) for d in decided if d.label is not None]
     by_judge = [d for d in decided if d.source in ("trusted", "escalated")]

@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,11 @@ def record_name(ident: dict[str, Any], evidence: dict[str, Any] | None = None, *
     return f"{base}__labels-{evidence['labels_hash'][:12]}-{evidence['hash'][:digits]}.json"
 
 
-def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: str):
-    a, b, ids = [], [], []
+def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: str,
+           ) -> tuple[list[bool | int], list[bool | int], list[str]]:
+    a: list[bool | int] = []
+    b: list[bool | int] = []
+    ids: list[str] = []
     for key, item in sorted(first.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         other = lookup(second, key)
         if other is None:
@@ -66,7 +69,8 @@ def _pairs(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], 
     return a, b, ids
 
 
-def _agree(first, second, criterion: CriterionInfo, seed: int, target_width: float, reps: int) -> dict[str, Any]:
+def _agree(first: dict[ItemKey, ItemLabels], second: dict[ItemKey, ItemLabels], criterion: CriterionInfo,
+           seed: int, target_width: float, reps: int) -> dict[str, Any]:
     from groundjudge.calibrate.agreement import agreement  # numpy and scikit-learn: only when calibrating
 
     a, b, ids = _pairs(first, second, criterion.name)
@@ -101,8 +105,14 @@ def selective_trust(judge: dict[ItemKey, ItemLabels], human: dict[ItemKey, ItemL
     """Reliability, the guaranteed cut-off and (binary criteria) the cross-fitted kappa
     threshold of a criterion whose verdicts carry a confidence; None where none does (that
     criterion stays on the all-or-nothing rule). Ordinal verdicts agree only on the exact grade."""
-    from groundjudge.calibrate.selective import (VERDICT_CONFIDENCE, agrees, fit_cutoff, kappa_threshold, reliability,
-                                                 verdict_confidence)
+    from groundjudge.calibrate.selective import (
+        VERDICT_CONFIDENCE,
+        agrees,
+        fit_cutoff,
+        kappa_threshold,
+        reliability,
+        verdict_confidence,
+    )
 
     rows = []
     for key, item in sorted(judge.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
@@ -156,7 +166,7 @@ def build_record(judge: dict[ItemKey, ItemLabels], judge_provenance: dict[str, A
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "groundjudge.calibration",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "judge": ident,
         "identity_hash": identity_hash(ident),
         "primary_rater": primary,

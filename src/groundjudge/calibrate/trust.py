@@ -15,8 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from groundjudge.calibrate.evidence import (RULE, criterion_n, deciding_record, describe, record_file,
-                                            record_labels_hash, reference)
+from groundjudge.calibrate.evidence import (
+    RULE,
+    criterion_n,
+    deciding_record,
+    describe,
+    record_file,
+    record_labels_hash,
+    reference,
+)
 from groundjudge.calibrate.record import identity, identity_hash
 
 if TYPE_CHECKING:

@@ -141,4 +141,4 @@ def lookup(items: dict[ItemKey, ItemLabels], key: ItemKey) -> ItemLabels | None:
 
 def primary_rater(humans: dict[str, dict[ItemKey, ItemLabels]]) -> str:
     """The rater the judge is compared with by default: the one with most labels (then by name)."""
-    return sorted(humans, key=lambda r: (-len(humans[r]), r))[0]
+    return min(humans, key=lambda r: (-len(humans[r]), r))

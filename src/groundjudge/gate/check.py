@@ -54,7 +54,7 @@ def check_gates(gates: GatesConfig, names: MetricNames, judge_metrics: Mapping[s
                                                f"or [gates.metrics] {JUDGE_ERROR_RATE}, not both")
     for tag, per in gates.tags.items():
         for metric in per:
-            field = ("gates", "tags", tag, metric)
+            field: tuple[object, ...] = ("gates", "tags", tag, metric)
             if metric in judge_metrics or metric == JUDGE_ERROR_RATE:
                 bad(field, f"{metric} is the judge's: judge gates read a whole config, not a tag; "
                            f"gate it under [gates.metrics]")

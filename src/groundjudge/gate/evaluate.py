@@ -208,8 +208,8 @@ def _acl_gate(metrics: MetricsRun, cfg: str) -> GateResult:
     det = metrics.configs[cfg]
     checked = (det.aggregate.get("acl_leak") or {"n": 0})["n"]
     leaks = _leaks(metrics, cfg)
-    common = dict(name=f"{cfg}: no ACL leak", config_id=cfg, metric="acl_leak", tag=None, threshold="== 0 cases",
-                  kind="acl")
+    common: dict[str, Any] = {"name": f"{cfg}: no ACL leak", "config_id": cfg, "metric": "acl_leak", "tag": None,
+                              "threshold": "== 0 cases", "kind": "acl"}
     if not checked and not leaks:
         # A check for findings rather than a bound someone set: with nothing to check it says so
         # and does not block. `[gates.metrics] acl_leak = { max = 0 }` requires ACL evidence.
@@ -232,8 +232,8 @@ def judge_error_threshold(gates: GatesConfig) -> Threshold:
 
 
 def _judge_health_gate(judge: JudgeRun, cfg: str, threshold: Threshold) -> GateResult:
-    common = dict(name=f"{cfg}: judge_error rate {describe(threshold)}", config_id=cfg, metric=JUDGE_ERROR_RATE,
-                  tag=None, threshold=describe(threshold), kind="judge_health")
+    common: dict[str, Any] = {"name": f"{cfg}: judge_error rate {describe(threshold)}", "config_id": cfg,
+                              "metric": JUDGE_ERROR_RATE, "tag": None, "threshold": describe(threshold), "kind": "judge_health"}
     section = judge.per_config.get(cfg)
     if section is None:
         return no_data(common, threshold.on_missing, "the judge stage has no record of this config")
@@ -268,12 +268,13 @@ def evaluate_gates(metrics: MetricsRun, judge: JudgeRun | None, gates: GatesConf
                                       reason=f"config {cfg!r} named in [gates] has no traces", kind="presence"))
             continue
         det = metrics.configs[cfg]
-        scopes = [(None, name, th) for name, th in gates.metrics.items() if name != JUDGE_ERROR_RATE]
+        scopes: list[tuple[str | None, str, Threshold]] = [
+            (None, name, th) for name, th in gates.metrics.items() if name != JUDGE_ERROR_RATE]
         scopes += [(tag, name, th) for tag, per in gates.tags.items() for name, th in per.items()]
         for tag, metric, threshold in scopes:
             label = f"{cfg}: {metric}" + (f" [tag {tag}]" if tag else "") + f" {describe(threshold)}"
-            common: dict[str, Any] = dict(name=label, config_id=cfg, metric=metric, tag=tag,
-                                          threshold=describe(threshold))
+            common: dict[str, Any] = {"name": label, "config_id": cfg, "metric": metric, "tag": tag,
+                                      "threshold": describe(threshold)}
             if judge is not None and tag is None and judge.criterion_for_metric(metric) is not None:
                 results.append(_judge_gate(common, cfg, metric, threshold, judge, trust, selective, rules))
             else:

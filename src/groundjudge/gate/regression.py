@@ -22,7 +22,7 @@ read), and follow the trust rule: blocking only when the judge is trusted for th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from groundjudge.calibrate.cascade import SelectiveTrust
 from groundjudge.calibrate.trust import TrustRules, TrustStatus
@@ -78,10 +78,10 @@ def regression_gate(spec: RegressionGate, metrics: MetricsRun, judge: JudgeRun |
                     trust: Mapping[str, TrustStatus], selective: SelectiveTrust | None, rules: TrustRules,
                     ) -> GateResult:
     direction = "rise" if lower_is_better(spec.metric) else "drop"
-    common: dict[str, Any] = dict(
-        name=f"{spec.candidate} vs {spec.baseline}: {spec.metric} {direction} <= {spec.max_drop}",
-        config_id=spec.candidate, baseline=spec.baseline, metric=spec.metric, tag=None,
-        threshold=f"{direction} <= {spec.max_drop}, or not real (p >= {ALPHA})", kind="regression")
+    common: dict[str, Any] = {
+        "name": f"{spec.candidate} vs {spec.baseline}: {spec.metric} {direction} <= {spec.max_drop}",
+        "config_id": spec.candidate, "baseline": spec.baseline, "metric": spec.metric, "tag": None,
+        "threshold": f"{direction} <= {spec.max_drop}, or not real (p >= {ALPHA})", "kind": "regression"}
     crit = judge.criterion_for_metric(spec.metric) if judge is not None else None
     missing = [c for c in (spec.baseline, spec.candidate) if c not in metrics.configs]
     if missing:
@@ -113,7 +113,7 @@ def regression_gate(spec: RegressionGate, metrics: MetricsRun, judge: JudgeRun |
         verdict = f"no {direction}" + (" (a real improvement)" if change.real and change.worsening < 0 else "")
     else:
         verdict = f"a {direction} of {change.worsening:.4f} within {spec.max_drop}"
-    status = "fail" if failed else "pass"
+    status: Literal["fail", "pass"] = "fail" if failed else "pass"
     if not blocking:
         return GateResult(**common, value=change.worsening, n=change.n, p_value=change.p_value, status="advisory",
                           blocking=False, reason=f"would {status}: {summary}: {verdict}; {what}")

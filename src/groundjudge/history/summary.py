@@ -10,7 +10,7 @@ import math
 import zlib
 from array import array
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -108,7 +108,7 @@ def build_summary(doc: ReportDocument, hashes: Mapping[str, str | None], run_dir
             aggregate=aggregate, judge_status=dict(judged.summary.status_counts) if judged else {},
             gates_passed=(not any(r.failed for r in mine) if cfg in gated else None))
     ident = doc.judge.identity
-    when = started_at or datetime.now(timezone.utc)
+    when = started_at or datetime.now(UTC)
     return RunSummary(
         started_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"), run_dir=str(run_dir) if run_dir is not None else None,
         golden_hash=hashes.get("golden"), data_hashes=dict(hashes),
@@ -159,7 +159,7 @@ def pack_report(doc: ReportDocument) -> Packed:
         # float arrays, NaN for no value: lists would hold a float object per value read from
         # the rows, and a nightly run has hundreds of thousands of them
         nan = math.nan
-        columns: dict[str, array] = {}
+        columns: dict[str, array[float]] = {}
         for i, row in enumerate(section.per_case.values()):
             for name, value in row.items():
                 column = columns.get(name)
@@ -170,11 +170,14 @@ def pack_report(doc: ReportDocument) -> Packed:
         if judged is not None:
             for crit in doc.judge.criteria:
                 column = columns.get(crit.metric)
-                if column is None and judged.cases:
+                if column is None:
+                    if not judged.cases:
+                        continue
                     column = columns[crit.metric] = array("d", [nan]) * len(ids)
                 for cid, case in judged.cases.items():
-                    value = case.criteria.get(crit.name)
-                    column[index[cid]] = nan if value is None or value.value is None else value.value  # type: ignore[index]
+                    judged_value = case.criteria.get(crit.name)
+                    column[index[cid]] = (nan if judged_value is None or judged_value.value is None
+                                          else judged_value.value)
         packed = {name: pack_column(columns[name]) for name in sorted(columns)}
         out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), packed)
     return out
@@ -190,7 +193,8 @@ def pack_column(values: Iterable[float | None]) -> bytes:
 
 
 def unpack_ids(blob: bytes) -> list[str]:
-    return json.loads(zlib.decompress(blob))
+    ids: list[str] = json.loads(zlib.decompress(blob))
+    return ids
 
 
 def unpack_column(blob: bytes) -> list[float | None]:

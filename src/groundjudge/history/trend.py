@@ -114,8 +114,8 @@ def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = N
                     continue
                 agg = run.summary.configs[cfg].aggregate.get(metric)
                 judge_metric = metric in run.summary.judge_metrics
-                point = dict(run_id=run.id, started_at=run.summary.started_at, config=cfg, metric=metric,
-                             value=agg.value if agg else None, n=agg.n if agg else 0)
+                point: dict[str, Any] = {"run_id": run.id, "started_at": run.summary.started_at, "config": cfg,
+                                         "metric": metric, "value": agg.value if agg else None, "n": agg.n if agg else 0}
                 if i == 0:
                     points.append(TrendPoint(**point, status="first", note="first run of the series"))
                     continue
@@ -153,7 +153,7 @@ def default_metrics(run: StoredRun, config: str, count: int = 5, prefer: Sequenc
     aggregate = run.summary.configs[config].aggregate
     judge = [m for m in run.summary.judge_metrics if m != "judge_error_rate"][:1]
     chosen = [m for m in dict.fromkeys([*prefer, *judge, *HEADLINE]) if m in aggregate
-              and aggregate[m].value is not None and 0 <= aggregate[m].value <= 1]
+              and (value := aggregate[m].value) is not None and 0 <= value <= 1]
     return chosen[:count]
 
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,8 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from groundjudge.config import Config, load_config
 from groundjudge.errors import GroundjudgeError, InputError
 from groundjudge.files import jsonl_lines, write_text_atomic
-from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge import claim_check
+from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key
 from groundjudge.judge.client import ClientSettings, chat_request, token_answer, token_request
 from groundjudge.judge.engine import Pricing
 from groundjudge.judge.render import JudgeItem, render_messages
@@ -50,8 +50,8 @@ from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.verdict import VerdictError, parse_verdict
 from groundjudge.urls import is_redacted, redact_url
 
-CHAT_URL = "/v1/chat/completions"
-WINDOW = "24h"
+CHAT_URL: Final = "/v1/chat/completions"
+WINDOW: Final = "24h"
 TERMINAL = ("completed", "expired", "cancelled", "failed")
 STATE = "state.json"
 
@@ -210,7 +210,7 @@ def state_config(run_dir: Path, state: BatchState, environ: dict[str, str] | Non
                                                      f"full): {how}, then run this again")
         if dotted == "judge.base_url":
             judge = judge.model_copy(update={"base_url": real})
-        else:
+        elif judge.escalate is not None:  # always, as its stored URL was found above
             judge = judge.model_copy(update={"escalate": judge.escalate.model_copy(update={"base_url": real})})
     return config.model_copy(update={"judge": judge})
 
@@ -387,8 +387,8 @@ def collect_lines(lines: Iterable[str], record: BatchRecord, cache: JudgeCache, 
         if not isinstance(line, dict):
             continue
         custom_id = line.get("custom_id")
-        info = record.lines.get(custom_id)
-        if info is None:
+        info = record.lines.get(custom_id) if isinstance(custom_id, str) else None
+        if info is None or not isinstance(custom_id, str):
             continue  # not ours (a shared batch), nothing to store
         seen.add(custom_id)
         response = line.get("response") or {}
@@ -500,7 +500,7 @@ def collect(endpoint: BatchEndpoint, batch: Any, record: BatchRecord, cache: Jud
     ``errors-N.jsonl``, N the batch's ``number`` as in ``input-N.jsonl``), store the replies;
     lines in neither (an expired, cancelled or failed batch) are marked failed with the
     batch's status."""
-    spent, answered = Usage(), set()
+    spent, answered = Usage(), set[str]()
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
         if not file_id:
             continue

@@ -21,8 +21,14 @@ from typing import Any
 import diskcache
 import orjson
 
-from groundjudge.judge.cache_disk import (CacheUnreadable, JsonDisk, LegacyEntry, check_database, reply_fields,
-                                          unreadable)
+from groundjudge.judge.cache_disk import (
+    CacheUnreadable,
+    JsonDisk,
+    LegacyEntry,
+    check_database,
+    reply_fields,
+    unreadable,
+)
 from groundjudge.judge.render import JudgeItem
 from groundjudge.judge.rubric import Rubric
 

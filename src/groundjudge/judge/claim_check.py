@@ -32,7 +32,7 @@ from groundjudge.judge.cache import canonical_json, canonical_strings
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
 from groundjudge.judge.grounding import TermIndex
 from groundjudge.judge.render import neutralize
-from groundjudge.judge.results import ClaimResult, NuggetResult
+from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict, NuggetResult
 from groundjudge.judge.rubric import ClaimQuestions, Rubric
 from groundjudge.judge.verdict import VerdictError
 from groundjudge.judge.item import JudgeItem
@@ -325,10 +325,12 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
     out = []
     for i, (s, a) in enumerate(zip(plan.sentences, support)):
         if i in plan.unchecked:
-            out.append(ClaimResult(claim=s.text, cited=[], verdict="unchecked", klass="unchecked",  # type: ignore[call-arg]
+            out.append(ClaimResult(claim=s.text, cited=[], verdict="unchecked", klass="unchecked",
                                    start=s.start, end=s.end, unfound_terms=plan.unfound[i] if plan.unfound else None))
             continue
         supported = a.yes(cut)
+        verdict: ClaimVerdict
+        klass: ClaimClass
         cited_answer = a if settled.get(i) == "all_context" else cited.get(i)
         cited_ok = bool(s.citations) and cited_answer is not None and cited_answer.yes(cut)
         if supported:
@@ -342,13 +344,13 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
             cited_p: float | None = 0.0  # what it cites was not in the context: it cannot support it
         else:
             cited_p = cited_answer.probability if cited_answer is not None else None
-        out.append(ClaimResult(claim=s.text, cited=list(s.citations), verdict=verdict,  # type: ignore[arg-type]
-                               support=list(s.citations) if cited_ok else [], klass=klass,  # type: ignore[arg-type]
+        out.append(ClaimResult(claim=s.text, cited=list(s.citations), verdict=verdict,
+                               support=list(s.citations) if cited_ok else [], klass=klass,
                                confidence=a.probability, cited_confidence=cited_p if s.citations else None,
                                start=s.start, end=s.end,
                                unfound_terms=plan.unfound[i] if plan.unfound is not None else None,
-                               model_confidence=(model[i].probability if model[i] is not None else None)
-                               if model is not None else None))
+                               model_confidence=(own.probability if model is not None and (own := model[i]) is not None
+                                                 else None)))
     return out
 
 

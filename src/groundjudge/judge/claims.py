@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Sentence", "split_claims", "split_nuggets", "RULES"]
+__all__ = ["RULES", "Sentence", "split_claims", "split_nuggets"]
 
 RULES = ("greeting", "closing", "heading", "lead_in", "meta_refusal", "empty_after_markers", "no_words",
          "code_block")
@@ -281,8 +281,8 @@ _META = _rx(
     # "Unable to answer based on given passages." / "I cannot determine X from the context."
     rf"\b(unable|not able|cannot|can ?not|can'?t|couldn'?t|could not|am not able)\b.*\b(answer|determine|find|"
     rf"provide|say|tell|confirm|identify|locate|give)\b.*\b{_CONTEXT_WORDS}",
-    rf"^(i'?m sorry,? (but )?)?(i )?(cannot|can'?t|am unable to|am not able to|could not|couldn'?t) "
-    rf"(answer|determine|find|provide|say)\b[^.]*[.!]?$",
+    r"^(i'?m sorry,? (but )?)?(i )?(cannot|can'?t|am unable to|am not able to|could not|couldn'?t) "
+    r"(answer|determine|find|provide|say)\b[^.]*[.!]?$",
     r"^(i'?m sorry,? (but )?)?(i )?(do not|don'?t) (know|have (enough|sufficient|any) (information|data|details))\b",
     # "The passages do not say." / "The provided context does not mention X."
     rf"\b{_CONTEXT_WORDS}( \d+)?( (provided|given|above|available( to me)?|here))?,? (do|does|did|is|are)( not|n'?t)"
@@ -339,7 +339,7 @@ def _rule(text: str, raw: str, is_heading_line: bool, had_markers: bool, whole_l
         return "heading"
     if whole_line and not bulleted and _title_line(text):
         return "heading"
-    if text.endswith(":") or text.endswith("："):
+    if text.endswith((":", "：")):
         return "heading" if whole_line and _words(text) <= _HEADING_WORDS else "lead_in"
     if _GREETING.fullmatch(bare.rstrip(",!").strip()):
         return "greeting"

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import openai
 from aiolimiter import AsyncLimiter
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from groundjudge.errors import GroundjudgeError
 
@@ -159,7 +159,7 @@ def is_transient(exc: BaseException) -> bool:
     return False
 
 
-def retry_after_seconds(exc: BaseException) -> float | None:
+def retry_after_seconds(exc: BaseException | None) -> float | None:
     """Seconds asked for by a Retry-After (or retry-after-ms) header, if any."""
     response = getattr(exc, "response", None)
     if response is None:
@@ -181,7 +181,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         parsed = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):  # not a date either: fall back to our own backoff
         return None
-    return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 @dataclass
@@ -207,12 +207,12 @@ class JudgeClient:
         return MODES[self._mode_index]
 
 
-    def _wait(self, retry_state: Any) -> float:
-        exc = retry_state.outcome.exception()
+    def _wait(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
         asked = retry_after_seconds(exc)
         if asked is not None:
             return min(asked, self.settings.backoff_max_s)
-        base = self.settings.backoff_initial_s * 2 ** (retry_state.attempt_number - 1)
+        base = self.settings.backoff_initial_s * 2.0 ** (retry_state.attempt_number - 1)
         return min(base, self.settings.backoff_max_s) * (0.5 + random.random() / 2)
 
     async def _one_call(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
@@ -240,6 +240,9 @@ class JudgeClient:
         """Run ``call(requests)`` with transient retries; check the pinned model on the reply."""
         attempts = 0
         requests = [0]
+        # the loop runs at least once and either sets both or raises (reraise=True)
+        response: Any = None
+        mode: OutputMode | None = None
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_transient), stop=stop_after_attempt(self.settings.max_attempts),
             wait=self._wait, sleep=self.sleep, reraise=True,

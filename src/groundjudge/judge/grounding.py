@@ -64,7 +64,7 @@ def terms(text: str) -> list[str]:
     if text.isascii() or _CJK.search(text) is None:  # no word needs the per-character split
         return [word.replace(",", "").rstrip(".") if word[0].isdigit() else word for word in _WORD.findall(text)
                 if word not in _SKIP and (len(word) > 1 or word.isdigit())]
-    out = []
+    out: list[str] = []
     for word in _WORD.findall(text):
         if _CJK.search(word):
             out.extend(ch for ch in word if _CJK.match(ch))

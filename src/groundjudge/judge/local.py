@@ -8,10 +8,10 @@ release; a file of the wrong size or hash is refused.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib
 import json
-import ctypes
 import os
 import signal
 import socket
@@ -19,9 +19,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from types import FrameType
+from typing import IO, Any, Self
 
 import httpx
 
@@ -110,7 +112,8 @@ def _raise_on_sigterm(signum: int, frame: object) -> None:
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -125,7 +128,7 @@ class LocalJudge:
     log: IO[str] | None = None
     process: subprocess.Popen[bytes] | None = None
     model_id: str = MODEL_ID
-    _previous_sigterm: object = None
+    _previous_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
 
     @classmethod
     def from_config(cls, config: Config, log: IO[str] | None = None) -> LocalJudge:
@@ -152,10 +155,12 @@ class LocalJudge:
         self.port = self.port or free_port()
         started = time.monotonic()
         log_path = self.models_dir / "server.log"
+        # preexec_fn is unsafe with threads when it takes locks; _die_with_parent makes one prctl call
+        die_with_parent = _die_with_parent if sys.platform == "linux" else None
         with log_path.open("ab") as server_log:
             self.process = subprocess.Popen(self.command(model_path), stdout=server_log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                                            preexec_fn=die_with_parent)  # noqa: PLW1509
         deadline = started + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -183,7 +188,7 @@ class LocalJudge:
             self.process.kill()
             self.process.wait(timeout=10)
 
-    def __enter__(self) -> LocalJudge:
+    def __enter__(self) -> Self:
         # SIGTERM would end Python without running `finally`; make it unwind like Ctrl-C does,
         # so the server is stopped on every way out.
         if threading.current_thread() is threading.main_thread():

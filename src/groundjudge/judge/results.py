@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic.config import JsonDict
 
 Status = Literal["judged", "judge_error", "skipped"]
 # "unchecked": a claim the judge was not asked about because the answer's verdict was already
@@ -126,7 +127,7 @@ class CriterionValue(_Frozen):
     confidence: float | None = None
 
 
-_NOT_JUDGED_SCHEMA = {
+_NOT_JUDGED_SCHEMA: JsonDict = {
     # A case that was not judged carries a reason and never a score (SPEC 10).
     "if": {"properties": {"status": {"enum": ["judge_error", "skipped"]}}},
     "then": {"required": ["reason"], "properties": {"reason": {"type": "string", "minLength": 1},

@@ -10,9 +10,17 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from groundjudge.collector import collector_paused
+from groundjudge.judge.client import JudgeClient
 from groundjudge.judge.engine import Budget, EngineTotals, JudgeEngine, Pricing
-from groundjudge.judge.results import (CaseJudgement, ConfigJudgement, CriterionInfo, JudgeRun, JudgeTotals,
-                                       Usage, summarize_config)
+from groundjudge.judge.results import (
+    CaseJudgement,
+    ConfigJudgement,
+    CriterionInfo,
+    JudgeRun,
+    JudgeTotals,
+    Usage,
+    summarize_config,
+)
 from groundjudge.judge.session import JudgeSession
 from groundjudge.load.dataset import Dataset
 from groundjudge.select import Selection, skip_counts
@@ -27,7 +35,7 @@ def criteria_info(session: JudgeSession) -> list[CriterionInfo]:
 def make_engine(session: JudgeSession, on_progress: Callable[[EngineTotals], None] | None = None) -> JudgeEngine:
     j = session.config.judge
 
-    def connect():  # runs in a worker thread on the first call that is needed
+    def connect() -> JudgeClient:  # runs in a worker thread on the first call that is needed
         session.ensure_endpoint()
         return session.new_client()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from groundjudge.config import Config, api_key
 from groundjudge.errors import InputError, JudgeUnavailable
@@ -92,7 +92,7 @@ class JudgeSession:
         return JudgeClient(settings)
 
     # -- lifecycle ------------------------------------------------------------------------
-    def __enter__(self) -> JudgeSession:
+    def __enter__(self) -> Self:
         # SIGTERM would end Python without running `finally`; make it unwind like Ctrl-C, so
         # the embedded server is stopped on every way out.
         if self.embedded and threading.current_thread() is threading.main_thread():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
@@ -77,7 +77,7 @@ class RawVerdict(BaseModel):
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def extract_json(raw: str) -> dict:
+def extract_json(raw: str) -> dict[str, Any]:
     """Lenient extraction: the whole text, else a fenced block, else the first balanced object.
     Each candidate is looked for only when the ones before it did not parse (a well-formed reply,
     the usual case, is read in one ``json.loads``)."""

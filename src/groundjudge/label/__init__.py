@@ -6,5 +6,14 @@ from groundjudge.label.estimate import KappaEstimate, estimate_kappa
 from groundjudge.label.picker import STRATEGIES, plan_batch
 from groundjudge.label.session import agreement_estimates, open_session
 
-__all__ = ["KappaEstimate", "LabelPlan", "STRATEGIES", "agreement_estimates", "default_labels_path",
-           "estimate_kappa", "open_session", "plan_batch", "prepare_batch"]
+__all__ = [
+           "STRATEGIES",
+           "KappaEstimate",
+           "LabelPlan",
+           "agreement_estimates",
+           "default_labels_path",
+           "estimate_kappa",
+           "open_session",
+           "plan_batch",
+           "prepare_batch",
+]

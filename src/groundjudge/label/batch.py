@@ -8,13 +8,21 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from groundjudge.errors import InputError
 from groundjudge.label.estimate import KappaEstimate
 from groundjudge.label.run_source import Key, read_run
-from groundjudge.label.session import (PRIOR_AGREEMENT, QUEUE_STRATEGY, LabelSession, agreement_estimates,
-                                       draw_batch, draw_queue_batch, expected_after, open_session,
-                                       waiting_in_queue)
+from groundjudge.label.session import (
+    PRIOR_AGREEMENT,
+    QUEUE_STRATEGY,
+    LabelSession,
+    agreement_estimates,
+    draw_batch,
+    draw_queue_batch,
+    expected_after,
+    open_session,
+    waiting_in_queue,
+)
 from groundjudge.label.store import BatchRecord
-from groundjudge.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,8 @@ def prepare_batch(run_dir: Path, rater: str, *, labels_path: Path | None = None,
         batch = draw_queue_batch(session, size=size)
     else:
         batch = draw_batch(session, strategy=strategy, size=size, double_share=double_share, seed=seed)
-    expected = expected_after(session, batch, current) if batch is not None else {c: None for c in current}
+    expected: dict[str, float | None] = (expected_after(session, batch, current) if batch is not None
+                                         else dict.fromkeys(current))
     doubles = sum(1 for *_, d in batch.picks if d) if batch is not None else 0
     if batch is not None and batch.strategy == QUEUE_STRATEGY:
         expected_note = ("a queue batch is chosen, not sampled: its labels decide the queued items and join the "

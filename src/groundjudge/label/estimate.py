@@ -32,9 +32,9 @@ def agreement_weights(size: int, kind: str | None) -> np.ndarray:
         return np.eye(size)
     dist = np.abs(idx[:, None] - idx[None, :]) / (size - 1)
     if kind == "linear":
-        return 1.0 - dist
+        return np.asarray(1.0 - dist, dtype=np.float64)
     if kind == "quadratic":
-        return 1.0 - dist ** 2
+        return np.asarray(1.0 - dist ** 2, dtype=np.float64)
     raise ValueError(f"unknown kappa weighting {kind!r}")
 
 
@@ -59,7 +59,7 @@ def kappa_gradient(p: np.ndarray, agree: np.ndarray) -> np.ndarray | None:
     if 1.0 - p_e <= 1e-12:
         return None
     d_pe = (agree @ cols)[:, None] + (rows @ agree)[None, :]
-    return ((agree - d_pe) * (1.0 - p_e) + (p_o - p_e) * d_pe) / (1.0 - p_e) ** 2
+    return np.asarray(((agree - d_pe) * (1.0 - p_e) + (p_o - p_e) * d_pe) / (1.0 - p_e) ** 2, dtype=np.float64)
 
 
 def influence(cells: Sequence[tuple[int, int]], p: np.ndarray, agree: np.ndarray) -> np.ndarray | None:

@@ -18,7 +18,7 @@ STRATEGIES = ("random", "stratified", "uncertain")
 UNIFORM_SHARE = 0.3  # "uncertain": share of the batch spread evenly, so every item keeps a real chance
 
 
-def capped_probabilities(scores: Sequence[float], n: int) -> np.ndarray:
+def capped_probabilities(scores: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
     """Inclusion probabilities proportional to ``scores`` (all > 0), summing to ``n``, each <= 1.
 
     Items whose share would exceed 1 are taken for sure and the rest is re-spread. ``n`` at or
@@ -47,7 +47,7 @@ def capped_probabilities(scores: Sequence[float], n: int) -> np.ndarray:
 def systematic_sample(pi: np.ndarray, rng: np.random.Generator) -> list[int]:
     """Indices drawn with exactly the inclusion probabilities ``pi`` (which sum to an integer):
     shuffle, lay the probabilities end to end, and take the items under u, u+1, u+2, ..."""
-    n = int(round(float(pi.sum())))
+    n = round(float(pi.sum()))
     if n == 0:
         return []
     order = rng.permutation(pi.size)
@@ -120,7 +120,7 @@ def plan_batch(fresh: Sequence[PoolItem], doubles: Sequence[PoolItem], size: int
     if not 0.0 <= double_share <= 1.0:
         raise ValueError("the double share must be in [0, 1]")
     size = min(size, len(fresh) + len(doubles))
-    n_double = min(len(doubles), int(round(double_share * size)))
+    n_double = min(len(doubles), round(double_share * size))
     n_fresh = min(len(fresh), size - n_double)
     n_double = min(len(doubles), size - n_fresh)
     rng = np.random.default_rng(seed)

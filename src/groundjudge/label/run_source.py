@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundjudge.errors import InputError
 from groundjudge.load.adapters import load_any
 from groundjudge.load.dataset import Dataset
-from groundjudge.errors import InputError
 from groundjudge.load.records import json_document, read_text
 
 Key = tuple[str, str]  # (query_id, config_id)

@@ -106,10 +106,10 @@ class LabelHandler(BaseHTTPRequestHandler):
     sys_version = ""
 
     def setup(self) -> None:
-        self.timeout = self.server.request_timeout  # the socket's timeout: headers that never end too
         super().setup()
+        self.connection.settimeout(self.server.request_timeout)  # headers that never end too
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
             super().log_message(format, *args)
 
@@ -132,7 +132,7 @@ class LabelHandler(BaseHTTPRequestHandler):
         port = self.server.server_address[1]
         return self.headers.get("Host") in {f"127.0.0.1:{port}", f"localhost:{port}"}
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         app = self.server.app
         app.last_request = time.monotonic()
         if not self._host_ok():
@@ -158,7 +158,7 @@ class LabelHandler(BaseHTTPRequestHandler):
                 return self._json(HTTPStatus.OK, app.reveal(key))
         return self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         app = self.server.app
         app.last_request = time.monotonic()
         if not self._host_ok():

@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from groundjudge.contracts import HumanLabel
-from groundjudge.label.estimate import (KappaEstimate, WeightedItem, agreement_weights, estimate_kappa,
-                                        expected_half_width, kappa_gradient)
+from groundjudge.label.estimate import (
+    KappaEstimate,
+    WeightedItem,
+    agreement_weights,
+    estimate_kappa,
+    expected_half_width,
+    kappa_gradient,
+)
 from groundjudge.label.picker import PoolItem, plan_batch
 from groundjudge.label.run_source import JudgedItem, Key, LabelRun
 from groundjudge.label.store import BatchRecord, append_batch, read_batches, read_labels
@@ -173,8 +179,8 @@ def _shares(session: LabelSession, criterion: str, estimate_items: list[Weighted
     for item in estimate_items or []:
         matrix[item.first, item.second] += item.weight
     judge_counts = np.zeros(size)
-    for item in session.judged.values():
-        value = item.labels.get(criterion)
+    for judged in session.judged.values():
+        value = judged.labels.get(criterion)
         if value in scale:
             judge_counts[scale.index(value)] += 1
     if judge_counts.sum() == 0:
@@ -189,7 +195,7 @@ def _shares(session: LabelSession, criterion: str, estimate_items: list[Weighted
         shares = conditional * rows[:, None]
     else:
         shares = prior
-    return shares / shares.sum()
+    return np.asarray(shares / shares.sum(), dtype=np.float64)
 
 
 def _weighted_items(session: LabelSession, criterion: str,
@@ -243,7 +249,8 @@ def pool_items(session: LabelSession) -> tuple[list[PoolItem], list[PoolItem]]:
     done = session.labelled
     keys = [k for k in session.judged if k not in done]
     z2 = expected_z2(session, "faithful", keys) or [1.0] * len(keys)
-    fresh, doubles = [], []
+    fresh: list[PoolItem] = []
+    doubles: list[PoolItem] = []
     for key, value in zip(keys, z2):
         item = session.judged[key]
         tag = next(iter(session.run.dataset.cases[key[0]].tags), "untagged") if key[0] in session.run.dataset.cases \
@@ -265,7 +272,7 @@ def plan_next_batch(session: LabelSession, *, strategy: str, size: int, double_s
         run=session.run.report_digest, strategy=strategy, seed=seed, double_share=double_share,
         labelled_before=len(session.mine), picks=[(p.key[0], p.key[1], p.pi, p.double) for p in plan.picks],
         pool=[(k[0], k[1], pi, d) for k, pi, d in plan.pool],
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        created=datetime.now(UTC).isoformat(timespec="seconds"))
     return record
 
 
@@ -297,7 +304,7 @@ def plan_queue_batch(session: LabelSession, *, size: int) -> BatchRecord | None:
         rater=session.rater, batch=(session.batches[-1].batch + 1) if session.batches else 1,
         run=session.run.report_digest, strategy=QUEUE_STRATEGY, seed=0, double_share=0.0,
         labelled_before=len(session.mine), picks=rows, pool=rows,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        created=datetime.now(UTC).isoformat(timespec="seconds"))
 
 
 def draw_queue_batch(session: LabelSession, *, size: int) -> BatchRecord | None:

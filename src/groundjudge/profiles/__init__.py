@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from groundjudge.load.adapters import wfgy_chunking as chunking_format
+from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 from groundjudge.profiles.registry import (
     CaseOutcomes,
     Flag,
@@ -25,21 +26,20 @@ from groundjudge.profiles.registry import (
     profile_knobs,
     profile_names,
     profile_outcomes,
-    profile_settings,
     profile_rubric,
+    profile_settings,
     register_profile,
     relative_to_config,
     run_profile,
     unregister_profile,
 )
-from groundjudge.profiles import day39, kb_eval, wfgy, wfgy_chunking
 
 __all__ = [
     "BUILT_IN",
     "CaseOutcomes",
     "Flag",
-    "JudgedCase",
     "JudgeFindings",
+    "JudgedCase",
     "Knob",
     "Profile",
     "ProfileResult",
@@ -48,8 +48,8 @@ __all__ = [
     "profile_knobs",
     "profile_names",
     "profile_outcomes",
-    "profile_settings",
     "profile_rubric",
+    "profile_settings",
     "register_profile",
     "relative_to_config",
     "run_profile",

@@ -46,6 +46,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from groundjudge.errors import ChunkerMismatch, InputError
+from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.adapters.kb_eval import (
     FORMAT_NAME,
     KbGoldenQuery,
@@ -59,15 +61,13 @@ from groundjudge.load.adapters.kb_eval import (
 from groundjudge.load.adapters.kb_eval_store import chunk_ids as database_chunk_ids
 from groundjudge.load.adapters.kb_eval_store import store_aggregates
 from groundjudge.load.dataset import load_corpus
-from groundjudge.inert import markdown, markdown_code
-from groundjudge.errors import ChunkerMismatch, InputError
 from groundjudge.profiles.registry import CaseOutcomes, Profile, ProfileResult, ProfileSettings
 
 __all__ = [
     "DEFAULT_KS",
-    "PROFILE",
-    "MRR_CUTOFF",
     "MIN_SPAN_OVERLAP",
+    "MRR_CUTOFF",
+    "PROFILE",
     "KbEvalSettings",
     "aggregate",
     "citation_coverage_reason",
@@ -582,11 +582,11 @@ def from_files(golden: Path, traces: Sequence[Path], live: Sequence[Path] = (), 
     notes = _reasons(runs, store)
     stored = [run for run in runs if run.database is not None]
     if stored and not settings.keep_aggregate_json:
-        for database in dict.fromkeys(r.database for r in stored):
-            store_aggregates(database, {r.run_id: aggregate(queries, r, known_chunk_ids=store)  # type: ignore[misc]
+        for database in dict.fromkeys(r.database for r in stored if r.database is not None):
+            store_aggregates(database, {r.run_id: aggregate(queries, r, known_chunk_ids=store)
                                         for r in stored if r.database == database})
-        notes += (f"aggregate_json written back to {len(stored)} run(s) of "
-                  f"{', '.join(str(d) for d in dict.fromkeys(r.database for r in stored))}",)
+        notes += ((f"aggregate_json written back to {len(stored)} run(s) of "
+                  f"{', '.join(str(d) for d in dict.fromkeys(r.database for r in stored))}"),)
     versions = (runs[0].chunker_version, runs[1].chunker_version) if len(runs) == 2 else None
     return ProfileResult(FORMAT_NAME, result, render_markdown(result, notes, versions), None,  # kb-eval has no gate
                          notes=notes)

@@ -20,16 +20,16 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
 
-from groundjudge.load.adapters import format_names
 from groundjudge.errors import InputError, InputProblem
+from groundjudge.load.adapters import format_names
 
 __all__ = [
     "CaseOutcomes",
     "Flag",
-    "Knob",
-    "NoSettings",
     "JudgeFindings",
     "JudgedCase",
+    "Knob",
+    "NoSettings",
     "Profile",
     "ProfileResult",
     "ProfileSettings",
@@ -38,8 +38,8 @@ __all__ = [
     "profile_knobs",
     "profile_names",
     "profile_outcomes",
-    "profile_settings",
     "profile_rubric",
+    "profile_settings",
     "register_profile",
     "relative_to_config",
     "run_profile",
@@ -129,12 +129,12 @@ def _kinds(annotation: Any) -> set[Any]:
 
 def _knobs_of(profile: str, settings: type[ProfileSettings]) -> tuple[Knob, ...]:
     knobs = []
-    for name, field in settings.model_fields.items():
-        flag = next((m for m in field.metadata if isinstance(m, Flag)), None)
-        kinds = _kinds(field.annotation)
+    for name, info in settings.model_fields.items():
+        flag = next((m for m in info.metadata if isinstance(m, Flag)), None)
+        kinds = _kinds(info.annotation)
         knobs.append(Knob(profile, name, flag.names if flag else ("--" + name.replace("_", "-"),),
                           switch=kinds == {bool}, many=list in kinds, words=bool(flag and flag.words),
-                          help=field.description or ""))
+                          help=info.description or ""))
     return tuple(knobs)
 
 

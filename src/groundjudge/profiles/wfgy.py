@@ -49,6 +49,7 @@ citations and no retrieved ids; it is also listed under ``missing_trace``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,8 +81,8 @@ from groundjudge.profiles.registry import (
 
 __all__ = [
     "DEFAULT_GATES",
-    "PROFILE",
     "MIN_SUBSTRING_LENGTH",
+    "PROFILE",
     "ItemCheck",
     "WfgySettings",
     "best_citation_hit",
@@ -136,7 +137,7 @@ def gate_overrides(spec: str | Mapping[str, Any] | Sequence[tuple[str, Any]]) ->
             number = float(value)
         except ValueError:
             raise ValueError(f"gate {name!r}: {value!r} is not a number") from None
-        if number != number or number in (float("inf"), float("-inf")):
+        if not math.isfinite(number):
             raise ValueError(f"gate {name!r}: {value!r} is not a finite number")
         gates[key] = value.strip()
     return gates
@@ -274,9 +275,7 @@ def constraints_ok(
         return None
     if echo is None or set(echo) != set(constraints):
         return False
-    if contradicts is not None and any(contradicts(claim, c) for c in constraints):
-        return False
-    return True
+    return not (contradicts is not None and any(contradicts(claim, c) for c in constraints))
 
 
 @dataclass(frozen=True)
@@ -332,9 +331,7 @@ def check_items(
         if item.qid in seen:
             raise ValueError(f"gold repeats qid {item.qid!r}")
         seen.add(item.qid)
-    latest: dict[str, WfgyTrace] = {}
-    for trace in traces:
-        latest[trace.qid] = trace
+    latest: dict[str, WfgyTrace] = {t.qid: t for t in traces}
     checks = []
     for item in gold:
         trace = latest.get(item.qid)
@@ -372,7 +369,7 @@ def report(
     gates: str | Mapping[str, str | float] | None = None,
     scu_enforced: bool = False,
     contradicts: Contradicts | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """WFGY's JSON report for ``gold`` and ``traces``.
 
     The keys WFGY's scorer prints come first, with its names, 4-decimal rounding and string gate
@@ -453,7 +450,7 @@ def report(
     }
 
 
-def _gate(name: str, value: float, threshold: str, op: str, n: int, empty: str) -> dict:
+def _gate(name: str, value: float, threshold: str, op: str, n: int, empty: str) -> dict[str, Any]:
     """One ship gate over ``n`` items. With none (an empty denominator) the scorer's value is its
     convention (1.0 or 0.0), not evidence: the gate is not evaluated, so it does not hold."""
     gate = {"gate": name, "value": round(value, 4), "op": op, "threshold": threshold, "n": n}
@@ -465,7 +462,7 @@ def _gate(name: str, value: float, threshold: str, op: str, n: int, empty: str) 
     return {**gate, "passed": passed, "status": "pass" if passed else "fail", "reason": None}
 
 
-def _fmt(value: float | int | None) -> str:
+def _fmt(value: float | None) -> str:
     if value is None:
         return "null"
     return f"{value:.4f}" if isinstance(value, float) else str(value)
@@ -475,7 +472,7 @@ def _cell(text: str) -> str:
     return markdown(text)  # qids and ids from the files: inert, pipes and line breaks included
 
 
-def render_markdown(result: dict) -> str:
+def render_markdown(result: dict[str, Any]) -> str:
     """A Markdown summary of a :func:`report` result: metrics with their counts, gates, offenders."""
     scu = result["scu"]
     lines = [
@@ -490,13 +487,13 @@ def render_markdown(result: dict) -> str:
         f"| under-refusal | {_fmt(result['under_refusal'])} | {result['unanswerable']} unanswerable |",
         f"| over-refusal | {_fmt(result['over_refusal'])} | {result['answerable']} answerable |",
         f"| recall@{result['k']} | {_fmt(result['recall@k'])} | {result['answerable']} answerable |",
-        f"| CHR@{result['k']} (upper bound: best citations among the top {result['k']}) | "
-        f"{_fmt(result['chr@k'])} | {result['answered']} shipped |",
-        f"| constraint integrity (SCU) | {_fmt(scu['constraint_integrity'])} | {scu['checked']} shipped with "
-        f"constraints{'' if scu['enforced'] else ' (not enforced)'} |",
+        (f"| CHR@{result['k']} (upper bound: best citations among the top {result['k']}) | "
+        f"{_fmt(result['chr@k'])} | {result['answered']} shipped |"),
+        (f"| constraint integrity (SCU) | {_fmt(scu['constraint_integrity'])} | {scu['checked']} shipped with "
+        f"constraints{'' if scu['enforced'] else ' (not enforced)'} |"),
         "",
-        f"Answered {result['answered']}, refused {result['refused']} "
-        f"(refusal token {markdown_code(result['refusal_token'])}).",
+        (f"Answered {result['answered']}, refused {result['refused']} "
+        f"(refusal token {markdown_code(result['refusal_token'])})."),
         "",
         "## Gates",
         "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
 
@@ -15,8 +16,8 @@ def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[f
     row_h = bar_h * len(names) + 8
     label_w, chart_w = 190, width - 190 - 60
     height = 40 + row_h * len(groups) + 20
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    out = [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
            f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
     for i, name in enumerate(names):
         x = label_w + i * 140
@@ -48,8 +49,8 @@ def delta_bars(title: str, deltas: Sequence[tuple[str, float]], *, width: int = 
     zero = label_w + half
     scale = max((abs(d) for _, d in deltas), default=1.0) or 1.0
     height = 30 + row * len(deltas) + 10
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    out = [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
            f'<text x="0" y="16" class="chart-title">{escape(title)}</text>',
            f'<line x1="{zero}" y1="22" x2="{zero}" y2="{height - 4}" stroke="#888"/>']
     for i, (name, d) in enumerate(deltas):
@@ -71,8 +72,8 @@ def confusion(title: str, labels: Sequence[object], matrix: Sequence[Sequence[in
     n = len(labels)
     size = pad + cell * n + 10
     top = max((v for row in matrix for v in row), default=1) or 1
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{size + 20}" height="{size + 30}" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    out = [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{size + 20}" height="{size + 30}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
            f'<text x="0" y="14" class="chart-title">{escape(title)}</text>',
            f'<text x="{pad}" y="{size + 24}" class="legend">columns: human · rows: judge</text>']
     for j, lab in enumerate(labels):
@@ -102,8 +103,8 @@ def interval(title: str, rows: Sequence[tuple[str, float | None, float | None, f
     def x(v: float) -> float:
         return label_w + (max(-1.0, min(1.0, v)) + 1) / 2 * chart_w
 
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    out = [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
            f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
     for tick in (-1, -0.5, 0, 0.5, 1):
         out.append(f'<line x1="{x(tick):.1f}" y1="22" x2="{x(tick):.1f}" y2="{height - 14}" stroke="#ddd"/>'
@@ -126,8 +127,8 @@ def interval(title: str, rows: Sequence[tuple[str, float | None, float | None, f
 
 
 def _frame(title: str, width: int, height: int) -> list[str]:
-    return [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
-            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    return [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
             f'<text x="0" y="16" class="chart-title">{escape(title)}</text>']
 
 
@@ -135,7 +136,7 @@ def _unit_axes(x0: float, y0: float, size: float, xlabel: str, ylabel: str, *, x
     """A square plot area with [x_from, 1] across and [0, 1] up, gridlines every 0.25 (or 0.1)."""
     out = [f'<rect x="{x0}" y="{y0}" width="{size}" height="{size}" fill="none" stroke="#888"/>']
     step = 0.1 if x_from >= 0.5 else 0.25
-    ticks = [round(x_from + i * step, 2) for i in range(int(round((1 - x_from) / step)) + 1)]
+    ticks = [round(x_from + i * step, 2) for i in range(round((1 - x_from) / step) + 1)]
     for t in ticks:
         x = x0 + (t - x_from) / (1 - x_from) * size
         out.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + size}" stroke="#eee"/>'
@@ -151,7 +152,7 @@ def _unit_axes(x0: float, y0: float, size: float, xlabel: str, ylabel: str, *, x
     return out
 
 
-def reliability_diagram(title: str, bins: Sequence[dict], *, ece: float | None = None, size: int = 260) -> str:
+def reliability_diagram(title: str, bins: Sequence[dict[str, Any]], *, ece: float | None = None, size: int = 260) -> str:
     """Agreement against mean confidence per bin (dot area ~ items), beside the diagonal of a
     perfectly calibrated judge. ``bins``: the record's reliability bins (low, high, n,
     confidence, agreement)."""
@@ -172,7 +173,7 @@ def reliability_diagram(title: str, bins: Sequence[dict], *, ece: float | None =
     return "".join(out)
 
 
-def coverage_curve(title: str, curve: Sequence[dict], n: int, *, target: float, cutoff: float | None,
+def coverage_curve(title: str, curve: Sequence[dict[str, Any]], n: int, *, target: float, cutoff: float | None,
                    size: int = 260) -> str:
     """Agreement among kept items (and its lower bound where tested) against coverage, one point
     per cut-off of the grid; the target as a dashed line and the chosen cut-off ringed."""
@@ -235,8 +236,8 @@ def trend_lines(title: str, runs: Sequence[str], series: dict[str, Sequence[floa
     def y(v: float) -> float:
         return top + plot_h * (1 - (v - lo) / (hi - lo))
 
-    out = [f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
-           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+    out = [(f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+           f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'),
            f'<text x="0" y="16" class="chart-title">{escape(title)}</text>',
            f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#ddd"/>']
     for k in range(5):
@@ -257,22 +258,22 @@ def trend_lines(title: str, runs: Sequence[str], series: dict[str, Sequence[floa
     for s, (name, vs) in enumerate(series.items()):
         color = PALETTE[s % len(PALETTE)]
         segment: list[str] = []
-        for i, v in enumerate(vs):
-            if i in breaks or v is None:
+        for i, point in enumerate(vs):
+            if i in breaks or point is None:
                 if len(segment) > 1:
                     out.append(f'<polyline points="{" ".join(segment)}" fill="none" stroke="{color}" stroke-width="2"/>')
                 segment = []
-            if v is not None:
-                segment.append(f"{x(i):.1f},{y(v):.1f}")
+            if point is not None:
+                segment.append(f"{x(i):.1f},{y(point):.1f}")
         if len(segment) > 1:
             out.append(f'<polyline points="{" ".join(segment)}" fill="none" stroke="{color}" stroke-width="2"/>')
-        for i, v in enumerate(vs):
-            if v is None:
+        for i, point in enumerate(vs):
+            if point is None:
                 continue
-            out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}"><title>{escape(name)} '
-                       f'{escape(runs[i])}: {v:.4f}</title></circle>')
+            out.append(f'<circle cx="{x(i):.1f}" cy="{y(point):.1f}" r="3.5" fill="{color}"><title>{escape(name)} '
+                       f'{escape(runs[i])}: {point:.4f}</title></circle>')
             if (i, name) in ringed:
-                out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="8" fill="none" stroke="{PALETTE[3]}" '
+                out.append(f'<circle cx="{x(i):.1f}" cy="{y(point):.1f}" r="8" fill="none" stroke="{PALETTE[3]}" '
                            f'stroke-width="2.5"><title>real drop: {escape(name)} at {escape(runs[i])}</title></circle>')
         ly = top + 6 + s * 16
         out.append(f'<rect x="{left + plot_w + 12}" y="{ly}" width="10" height="10" fill="{color}"/>'

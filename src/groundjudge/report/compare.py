@@ -35,8 +35,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from groundjudge.errors import ChunkerMismatch, InputError, InputProblem
-from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.inert import markdown, markdown_code
+from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 from groundjudge.profiles.registry import CaseOutcomes
@@ -334,11 +334,11 @@ def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> s
     are shown as text, never as markup."""
     test = result["test"]
     out = [f"# Comparison: {markdown_code(result['a'])} → {markdown_code(result['b'])}", "",
-           f"Cases compared: {result['cases_compared']}. Chunk matching: **{result['matching_mode']}** "
+           (f"Cases compared: {result['cases_compared']}. Chunk matching: **{result['matching_mode']}** "
            f"(chunker versions {markdown(result['chunker_versions']['a'])} vs "
-           f"{markdown(result['chunker_versions']['b'])}).",
-           f"Significance: {test['kind']} (seed {test['seed']}; {test['reps']} resamples up to "
-           f"{test.get('exact_up_to', '–')} differing cases, its normal approximation above), alpha {test['alpha']}.",
+           f"{markdown(result['chunker_versions']['b'])})."),
+           (f"Significance: {test['kind']} (seed {test['seed']}; {test['reps']} resamples up to "
+           f"{test.get('exact_up_to', '–')} differing cases, its normal approximation above), alpha {test['alpha']}."),
            "", "| metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
     rows = result["metrics"]
     shown = [m for m in metrics if m in rows and rows[m]["kind"] == "deterministic"]
@@ -346,8 +346,8 @@ def render_compare_markdown(result: dict[str, Any], metrics: Sequence[str]) -> s
     out += [_row(name, rows[name]) for name in shown]
     judged = [m for m in rows if rows[m]["kind"] == "judge"]
     if judged:
-        out += ["", "Judge (per judged case: a criterion's verdict under its name, 1 or 0 or the grade; a binary "
-                    "criterion's score under its metric's name):", "",
+        out += ["", ("Judge (per judged case: a criterion's verdict under its name, 1 or 0 or the grade; a binary "
+                    "criterion's score under its metric's name):"), "",
                 "| judge metric | A | B | delta | n | p | verdict |", "|---|---|---|---|---|---|---|"]
         out += [_row(name, rows[name]) for name in judged]
     c = result["counts"]
@@ -372,8 +372,8 @@ def render_agreement_markdown(agreement: Mapping[str, Any]) -> str:
     and a row per case where they differ."""
     name = agreement["profile"]
     out = [f"## Per case: `{markdown(name)}`'s own comparison beside groundjudge's", "",
-           f"{agreement['agree']} of {agreement['compared']} cases get the same outcome. "
-           f"The rules differ: {markdown(agreement['rules'][name])}; {markdown(agreement['rules']['groundjudge'])}."]
+           (f"{agreement['agree']} of {agreement['compared']} cases get the same outcome. "
+           f"The rules differ: {markdown(agreement['rules'][name])}; {markdown(agreement['rules']['groundjudge'])}.")]
     if agreement["differ"]:
         out += ["", f"| case | {markdown(name)} | groundjudge | why they differ |", "|---|---|---|---|"]
         out += [f"| {markdown(row['case_id'])} | {markdown(row[name])} | {markdown(row['groundjudge'])} | "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number as _value
 

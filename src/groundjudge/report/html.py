@@ -7,7 +7,7 @@ the failed-case table and reads nothing from the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -20,8 +20,8 @@ from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.report import charts
 from groundjudge.report.judge_section import README_TRUST
-from groundjudge.report.numbers import number
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
+from groundjudge.report.numbers import number
 
 VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad",
                  "unchecked": "unchecked"}
@@ -123,8 +123,9 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
     out: dict[str, Markup] = {}
     tags = sorted({t for c in configs for t in doc["per_config"][c]["by_tag"]})
     for metric in TAG_METRICS[:2] + ("behavior_correct",):
-        series = {c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
-                  for c in configs}
+        series: dict[str, Sequence[float | None]] = {
+            c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
+            for c in configs}
         out[f"tag_{metric}"] = Markup(charts.grouped_bars(f"{metric} by tag", tags, series))
     if len(configs) >= 2:
         a, b = configs[0], configs[-1]

@@ -32,9 +32,9 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     judge = doc["judge"]
     ident = judge["identity"]
     out = ["## Judge", "",
-           f"Rubric {markdown_code(ident['rubric']['id'])} v{ident['rubric']['version']} "
+           (f"Rubric {markdown_code(ident['rubric']['id'])} v{ident['rubric']['version']} "
            f"(hash {markdown_code(ident['rubric']['hash'][:12])}), model {markdown_code(ident['model'])}, "
-           f"decoding {markdown(ident['decoding'])}.", ""]
+           f"decoding {markdown(ident['decoding'])}."), ""]
     out += trust_lines(doc)
     configs = list(judge["per_config"])
     summaries = {c: judge["per_config"][c]["summary"] for c in configs}
@@ -55,9 +55,9 @@ def render_judge_markdown(doc: dict[str, Any]) -> str:
     t = judge["totals"]
     u = t["usage"]
     cache = judge["cache"]
-    out += ["", f"Calls: {u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} "
+    out += ["", (f"Calls: {u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} "
             f"completion tokens, ${u['cost_usd']:.4f}. Cache: {t['cache_hits']} hits, {cache['entries']} entries "
-            f"({cache['size_bytes']} bytes) in {markdown_code(cache['directory'])}."]
+            f"({cache['size_bytes']} bytes) in {markdown_code(cache['directory'])}.")]
     if u.get("unmetered"):
         out[-1] += (f" {u['unmetered']} of the replies came with no token count from the endpoint, so the "
                     "token figures leave them out.")

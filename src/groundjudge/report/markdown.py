@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from groundjudge.inert import markdown, markdown_code
-from groundjudge.report.numbers import number, summary
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
+from groundjudge.report.numbers import number, summary
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -64,14 +64,14 @@ def _unrecorded_lines(doc: dict[str, Any]) -> list[str]:
     config and reason: null, never 0, and no finding."""
     found: dict[tuple[str, str], list[str]] = {}
     for cfg in doc["configs"]:
-        for metric, summary in doc["per_config"][cfg]["aggregate"].items():
-            if summary and summary.get("reason"):
-                found.setdefault((cfg, summary["reason"]), []).append(metric)
+        for metric, agg in doc["per_config"][cfg]["aggregate"].items():
+            if agg and agg.get("reason"):
+                found.setdefault((cfg, agg["reason"]), []).append(metric)
     if not found:
         return []
     out = ["", "### Not recorded by the inputs", "",
-           "A metric that reads what the inputs did not record is null for those cases (never 0) and "
-           "reports nothing about them:", ""]
+           ("A metric that reads what the inputs did not record is null for those cases (never 0) and "
+           "reports nothing about them:"), ""]
     out += [f"- {markdown_code(cfg)}: {', '.join(map(markdown_code, metrics))}: {markdown(reason)}"
             for (cfg, reason), metrics in found.items()]
     return out
@@ -107,10 +107,10 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
                   [[markdown(m), *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
     out += _unrecorded_lines(doc)
-    for title, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
+    for heading, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
         if not any(doc["per_config"][cfg][key] for cfg in configs):
             continue  # TREC runs have neither tags nor difficulty
-        out += ["", f"## {title}", ""]
+        out += ["", f"## {heading}", ""]
         for cfg in configs:
             groups = doc["per_config"][cfg][key]
             metrics = [m for m in TAG_METRICS if any(m in s for s in groups.values())]
@@ -120,8 +120,8 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
             out.append("")
     out.append("")
     out += ["## Top failed cases", "",
-            "Stage: where the case went wrong first (ACL leak, wrong behaviour, retrieval missed, context "
-            "dropped, answer unsupported, citation misattributed).", ""]
+            ("Stage: where the case went wrong first (ACL leak, wrong behaviour, retrieval missed, context "
+            "dropped, answer unsupported, citation misattributed)."), ""]
     judge = doc.get("judge", {}).get("per_config", {})
     rows = []
     for cfg in configs:
@@ -179,8 +179,8 @@ def calibration_lines(calibration: dict[str, Any]) -> list[str]:
     labels hash, raters; n in its own column), then this judge's records that decide nothing."""
     rule = calibration.get("rule")
     out = ["", "## Calibration", "",
-           f"Judge against {markdown_code(calibration['primary_rater'])}, beside human–human agreement; per "
-           f"criterion, the record that decides trust ({markdown(rule or 'the newest record')})."]
+           (f"Judge against {markdown_code(calibration['primary_rater'])}, beside human–human agreement; per "
+           f"criterion, the record that decides trust ({markdown(rule or 'the newest record')}).")]
     decided_by = calibration.get("decided_by") or {}
     out += [""] + _table(
         ["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "deciding record"],

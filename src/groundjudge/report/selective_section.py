@@ -19,8 +19,8 @@ def queue_lines(doc: dict[str, Any]) -> list[str]:
         return []
     queue = selective["queue"]
     out = [f"### Human queue ({len(queue)} item(s))", "",
-           "Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label` offers "
-           "them first; each is a `awaits_person` row of triage.jsonl) to raise the gates' coverage.", ""]
+           ("Verdicts below the cut-off that no trusted judge settled: label these (`groundjudge label` offers "
+           "them first; each is a `awaits_person` row of triage.jsonl) to raise the gates' coverage."), ""]
     out += [f"- {markdown_code(q['case_id'])} ({markdown(q['config_id'])}): {', '.join(map(markdown, q['criteria']))}"
             + _why(q) for q in queue[:QUEUE_SHOWN]]
     if len(queue) > QUEUE_SHOWN:
@@ -57,8 +57,8 @@ def _figures(name: str, block: dict[str, Any]) -> list[str]:
                  f"{number(kt['cross_fitted_kappa'], 3)} over {kt['folds']} folds, against "
                  f"{number(kt['kappa_at_default'], 3)} at the rubric's {kt['default']:g}.")
     out = [f"#### {markdown_code(name)}: calibration figures", "",
-           f"Verdict confidence: {markdown(block['verdict_confidence'])}. Expected calibration error "
-           f"{number(rel['ece'], 3)} (n={rel['n']}).{threshold}", "",
+           (f"Verdict confidence: {markdown(block['verdict_confidence'])}. Expected calibration error "
+           f"{number(rel['ece'], 3)} (n={rel['n']}).{threshold}"), "",
            "| confidence | n | mean confidence | agreement |", "|---|---|---|---|"]
     out += [f"| {b['low']:g}–{b['high']:g} | {b['n']} | {number(b['confidence'], 3)} | {number(b['agreement'], 3)} |"
             for b in rel["bins"] if b["n"]]
@@ -81,10 +81,10 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
     if not selective:
         return ""
     out = ["## Selective trust", "",
-           "Each judged item is decided by the first judge's verdict when its confidence reaches that judge's "
+           ("Each judged item is decided by the first judge's verdict when its confidence reaches that judge's "
            "cut-off lambda (`trusted`), else by a human label, else by the escalation judge's verdict at its own "
            "cut-off (`escalated`); otherwise it waits in the human queue. With probability at least 1 - risk, "
-           "verdicts at or above lambda agree with people at least `target` of the time.", "",
+           "verdicts at or above lambda agree with people at least `target` of the time."), "",
            "| judge | criterion | lambda | target | risk | coverage on calibration | lower bound |",
            "|---|---|---|---|---|---|---|"]
     first_model = doc["judge"]["identity"]["model"]
@@ -97,11 +97,11 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
     for name, why in (selective.get("all_or_nothing") or {}).items():
         out.append(f"| {markdown_code(first_model)} | {markdown(name)} | – | all-or-nothing rule: {markdown(why)} "
                    "| | | |")
-    out += ["", "Ordinal criteria: a verdict agrees with people only on the exact grade; their rate is the mean "
-            "grade of the decided items.", ""] if any(
+    out += ["", ("Ordinal criteria: a verdict agrees with people only on the exact grade; their rate is the mean "
+            "grade of the decided items."), ""] if any(
         c.get("kind") == "ordinal" for per in selective["per_config"].values() for c in per.values()) else [""]
-    out += ["| config | criterion | items | trusted | escalated | human | queued | coverage | rate (True) or "
-            "mean grade | guaranteed agreement | PPI rate [95% CI] |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += [("| config | criterion | items | trusted | escalated | human | queued | coverage | rate (True) or "
+            "mean grade | guaranteed agreement | PPI rate [95% CI] |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
     for cfg, per in selective["per_config"].items():
         for name, c in per.items():
             k = c["counts"]
@@ -121,9 +121,9 @@ def render_selective_markdown(doc: dict[str, Any]) -> str:
     esc = doc.get("escalation")
     if esc:
         u = esc["totals"]["usage"]
-        out += ["", f"Escalation judge {markdown_code(esc['identity']['model'])}: {esc['to_judge']} item(s) sent, "
+        out += ["", (f"Escalation judge {markdown_code(esc['identity']['model'])}: {esc['to_judge']} item(s) sent, "
                 f"{u['requests']} HTTP requests, {u['prompt_tokens']} prompt + {u['completion_tokens']} completion "
-                f"tokens, ${u['cost_usd']:.4f}; {esc['totals']['cache_hits']} from the cache."]
+                f"tokens, ${u['cost_usd']:.4f}; {esc['totals']['cache_hits']} from the cache.")]
     out.append("")
     out += queue_lines(doc)
     calibration = doc.get("calibration") or {}

@@ -268,7 +268,7 @@ _TRACE_KEYS = frozenset({"query_id", "retrieved_chunks"})
 _TRACE_MARKERS = frozenset({"expected_behavior_observed", "query_rewrite", "reranked_chunks"})
 
 
-def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
+def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> bool:
     """True when ``first_object`` carries a day-39-only marker for ``role``.
 
     The day-39 contract shares its field names with the native one, so only its own markers

@@ -278,7 +278,7 @@ _GOLD_KEYS = frozenset({"id", "query", "expected_doc_ids"})
 _TRACE_KEYS = frozenset({"query_id", "hits_top_k", "chunker_version"})
 
 
-def looks_like(first_object: dict, role: Literal["gold", "trace"]) -> bool:
+def looks_like(first_object: dict[str, Any], role: Literal["gold", "trace"]) -> bool:
     """True when ``first_object`` (a file's first record) is in kb-eval's shape for ``role``.
 
     Golden queries carry ``id``, ``query`` and ``expected_doc_ids`` and no native ``question``;

@@ -151,7 +151,7 @@ def load_any(golden: str | Path, traces: Sequence[str | Path], corpus: str | Pat
         raise InputError.one(golden, None, "format", f"unknown format {fmt!r}; known: {', '.join(format_choices())}")
     cases, by_config = _FORMATS[fmt].to_native(Path(golden), [Path(t) for t in traces])
     read_corpus = _FORMATS[fmt].read_corpus or load_corpus
-    the_corpus = read_corpus(corpus) if corpus else Corpus()
+    the_corpus = read_corpus(Path(corpus)) if corpus else Corpus()
     sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or ""),
                "format": fmt}
     return assemble_dataset(cases, by_config, the_corpus, sources), fmt

@@ -34,8 +34,10 @@ from groundjudge.profiles.day39.runner import (
     percentile,
     precision_at_k,
     release_gate,
-    render_markdown as render_runner_markdown,
     report,
+)
+from groundjudge.profiles.day39.runner import (
+    render_markdown as render_runner_markdown,
 )
 from groundjudge.profiles.day39.settings import GATE_SETS, Day39Settings
 from groundjudge.profiles.day39.template import UnknownConfig, full_report, render_markdown

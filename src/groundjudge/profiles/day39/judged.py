@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from groundjudge.profiles.day39.settings import JUDGE_METRICS
-from groundjudge.profiles.registry import JudgeFindings, JudgedCase
+from groundjudge.profiles.registry import JudgedCase, JudgeFindings
 
 __all__ = ["CORPUS_HINT", "cell_text", "judge_cells", "reasons_text"]
 
@@ -37,8 +37,7 @@ def reasons_text(cases: Iterable[JudgedCase]) -> str:
 
 def _cell(metric: str, criterion: str, cases: list[JudgedCase], findings: JudgeFindings) -> dict[str, Any]:
     judged = [c for c in cases if c.status == "judged"]
-    labels = [c.labels.get(criterion) for c in judged]
-    labels = [v for v in labels if v is not None]
+    labels = [v for c in judged if (v := c.labels.get(criterion)) is not None]
     if not labels:
         why = reasons_text([c for c in cases if c.status != "judged"]) or "no answer to judge"
         if judged:

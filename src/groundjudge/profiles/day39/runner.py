@@ -120,7 +120,7 @@ def _mrr(ranked: Sequence[str], relevant: set[str], k: int) -> float | None:
 
 
 def _dcg(grades: Sequence[int]) -> float:
-    return sum((2**grade - 1) / math.log2(rank + 1) for rank, grade in enumerate(grades, start=1))
+    return sum((2.0**grade - 1) / math.log2(rank + 1) for rank, grade in enumerate(grades, start=1))
 
 
 def ndcg_at_k(ranked: Sequence[str], grades: Mapping[str, int], k: int) -> float | None:
@@ -216,7 +216,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def aggregate(rows: Sequence[Row]) -> dict[str, float | None]:
+def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """Mean of each metric over the rows where it is not None (None when it never is)."""
     names = sorted({name for row in rows for name in row["metrics"]})
     return {name: _mean([row["metrics"].get(name) for row in rows]) for name in names}
@@ -234,13 +234,13 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     return ordered[min(len(ordered) - 1, math.ceil((p / 100) * len(ordered)) - 1)]
 
 
-def p95(rows: Sequence[Row]) -> float | None:
+def p95(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """p95 of the rows' end-to-end latencies, leaving out zeros (a missing latency is 0)."""
     return percentile([r["metrics"]["latency_end_to_end_ms"] for r in rows
                        if r["metrics"].get("latency_end_to_end_ms")], 95)
 
 
-def aggregate_with_latency(rows: Sequence[Row]) -> dict[str, float | None]:
+def aggregate_with_latency(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """:func:`aggregate` plus ``p95_latency_ms`` and ``failed_case_rate``."""
     summary = aggregate(rows)
     summary["p95_latency_ms"] = p95(rows)
@@ -316,7 +316,7 @@ def report(
         results[row["config_id"]].append(row)
     configs = sorted(results)
     gate_results = {cfg: release_gate(results[cfg], gates) for cfg in configs}
-    breakdown = {}
+    breakdown: dict[str, Any] = {}
     for cfg in configs:
         breakdown[cfg] = {}
         for tag, tag_rows in sorted(_by_tag(results[cfg]).items()):
@@ -356,8 +356,8 @@ def _cell(text: Any) -> str:
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The runner's Markdown report: aggregate, breakdown by tag, failed queries, then the gate."""
     lines = ["# RAG Evaluation Report", "", "## Aggregate", "",
-             "| Config | Cases | Recall@10 | MRR@10 | NDCG@10 | Context recall | Citation correctness "
-             "| Behavior score | Failed case rate | p95 latency ms |",
+             ("| Config | Cases | Recall@10 | MRR@10 | NDCG@10 | Context recall | Citation correctness "
+             "| Behavior score | Failed case rate | p95 latency ms |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for cfg, s in report["aggregate"].items():
         cells = [_cell(cfg), str(s["cases"])] + [_fmt(s.get(m)) for m in (

@@ -28,10 +28,10 @@ __all__ = [
     "DETERMINISTIC_METRICS",
     "GATE_SETS",
     "JUDGE_METRICS",
+    "NEEDS_TARGET",
     "Bound",
     "Day39Settings",
     "GateSpec",
-    "NEEDS_TARGET",
     "gate_specs",
 ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from groundjudge.inert import markdown
@@ -21,7 +21,7 @@ from groundjudge.profiles.day39.causes import compare_configs, root_cause
 from groundjudge.profiles.day39.gates import check_gates, decide
 from groundjudge.profiles.day39.judged import cell_text, judge_cells
 from groundjudge.profiles.day39.settings import Day39Settings, gate_specs
-from groundjudge.profiles.registry import JudgeFindings, JudgedCase
+from groundjudge.profiles.registry import JudgedCase, JudgeFindings
 
 __all__ = ["VERSION_KEYS", "UnknownConfig", "full_report", "render_markdown"]
 
@@ -220,7 +220,7 @@ def full_report(golden: Mapping[str, Day39Golden], outputs: Sequence[Day39Output
     decision = gates[candidate]["decision"] if candidate in gated and candidate else None
     regression = (compare_configs(golden, results[baseline], results[candidate], by_key, baseline, candidate,
                                   judge.cases if judge else None) if baseline and candidate else None)
-    when = settings.date or datetime.now(timezone.utc).date()
+    when = settings.date or datetime.now(UTC).date()
     cand_versions = versions.get(candidate, {}).get("values", {}) if candidate else {}
     template = {
         "summary": {
@@ -256,7 +256,7 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
 
 
@@ -344,8 +344,8 @@ def _regression_lines(t: Mapping[str, Any]) -> list[str]:
     if reg is None:
         return lines + ["One config: nothing to compare (name a baseline with [profile.day39] baseline).", ""]
     c = reg["cases"]
-    lines += [f"{markdown(reg['candidate'])} against {markdown(reg['baseline'])}: {c['improved']} cases improved, "
-              f"{c['regressed']} regressed, {c['unchanged']} unchanged.", ""]
+    lines += [(f"{markdown(reg['candidate'])} against {markdown(reg['baseline'])}: {c['improved']} cases improved, "
+              f"{c['regressed']} regressed, {c['unchanged']} unchanged."), ""]
     rows = [[markdown(r["query_id"]), markdown(r["metric"]), _num(r["baseline"]), _num(r["candidate"]),
              markdown(f"{r['root_cause']}: {r['evidence']}" if r["evidence"] else r["root_cause"]),
              markdown(r["decision"])]

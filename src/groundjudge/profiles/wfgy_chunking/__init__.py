@@ -78,11 +78,28 @@ model), :mod:`.runs` (one run), :mod:`.delta_s` (ΔS computed and summarised), :
 from __future__ import annotations
 
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    BAD_DELTA_S, CONVERGENT_STATES, DEFAULT_GATES, DELTA_S_ZONES, KS, OFFSET_WINDOW, percentile, precision_at,
-    recall_at, section_of, span_gap, spans_match, title_distance, zone_counts, zones_of,
+    BAD_DELTA_S,
+    CONVERGENT_STATES,
+    DEFAULT_GATES,
+    DELTA_S_ZONES,
+    KS,
+    OFFSET_WINDOW,
+    percentile,
+    precision_at,
+    recall_at,
+    section_of,
+    span_gap,
+    spans_match,
+    title_distance,
+    zone_counts,
+    zones_of,
 )
 from groundjudge.profiles.wfgy_chunking.embedder import (
-    INSTALL_COMMAND, NOT_INSTALLED, EmbeddingModel, delta_s_from_embeddings, load_embedder,
+    INSTALL_COMMAND,
+    NOT_INSTALLED,
+    EmbeddingModel,
+    delta_s_from_embeddings,
+    load_embedder,
 )
 from groundjudge.profiles.wfgy_chunking.render import render_markdown
 from groundjudge.profiles.wfgy_chunking.report import report, shadow_vs_live, versus_live
@@ -92,13 +109,13 @@ from groundjudge.profiles.wfgy_chunking.settings import ChunkingSettings
 __all__ = [
     "BAD_DELTA_S",
     "CONVERGENT_STATES",
-    "ChunkingSettings",
     "DEFAULT_GATES",
     "DELTA_S_ZONES",
     "INSTALL_COMMAND",
     "KS",
     "NOT_INSTALLED",
     "OFFSET_WINDOW",
+    "ChunkingSettings",
     "EmbeddingModel",
     "RunScore",
     "delta_s_from_embeddings",

@@ -15,7 +15,12 @@ from typing import Any, Literal
 
 from groundjudge.load.adapters.wfgy_chunking import ChunkingGold, ChunkingTrace, TopkItem
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    BAD_DELTA_S, DELTA_S_ZONES, ZoneBounds, median, percentile, zone_counts,
+    BAD_DELTA_S,
+    DELTA_S_ZONES,
+    ZoneBounds,
+    median,
+    percentile,
+    zone_counts,
 )
 from groundjudge.profiles.wfgy_chunking.embedder import Embedder, cosine, embedder_provenance, load_embedder
 from groundjudge.profiles.wfgy_chunking.runs import RunScore

@@ -105,13 +105,14 @@ def load_embedder() -> tuple[EmbeddingModel | None, str | None]:
 
         transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
         model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
-    except Exception as exc:  # a broken install must not stop the deterministic metrics
+    except Exception as exc:  # noqa: BLE001 - a broken install must not stop the deterministic metrics
         return None, f"embedding model failed to load: {type(exc).__name__}: {exc}"
 
     def encode(texts: list[str]) -> list[list[float]]:
         vectors = model.encode(texts, batch_size=BATCH_SIZE, normalize_embeddings=True,
                                convert_to_numpy=True, show_progress_bar=False)
-        return vectors.tolist()
+        rows: list[list[float]] = vectors.tolist()
+        return rows
 
     runtime = {name: _version(name) for name in RUNTIME_PACKAGES}
     return EmbeddingModel(MODEL_NAME, MODEL_PACKAGE, _version(MODEL_PACKAGE), found, runtime, encode), None

@@ -21,8 +21,8 @@ def _not_evaluated(result: dict[str, Any]) -> list[str]:
     skipped = result.get("gates_not_evaluated") or []
     if not skipped:
         return []
-    return ["", f"{len(skipped)} of {len(result['gates'])} gates could not be evaluated ({', '.join(skipped)}): "
-                "eligible only when every gate holds, and a gate without data does not."]
+    return ["", (f"{len(skipped)} of {len(result['gates'])} gates could not be evaluated ({', '.join(skipped)}): "
+                "eligible only when every gate holds, and a gate without data does not.")]
 
 
 def _headline(result: dict[str, Any]) -> list[str]:
@@ -30,9 +30,9 @@ def _headline(result: dict[str, Any]) -> list[str]:
     lines = [
         "# WFGY chunking eval",
         "",
-        f"**{'Eligible for canary' if result['pass'] else 'NOT eligible for canary'}** "
+        (f"**{'Eligible for canary' if result['pass'] else 'NOT eligible for canary'}** "
         f"({result['n_questions']} questions, {result['n_runs']} runs, top-{result['k']}, "
-        f"citations: {result['citation_policy']}, offset window {result['window']} bytes).",
+        f"citations: {result['citation_policy']}, offset window {result['window']} bytes)."),
         *_not_evaluated(result),
         "",
         "| k | " + " | ".join(str(n) for n in ks) + " |",
@@ -79,8 +79,8 @@ def _delta_s_tables(result: dict[str, Any]) -> list[str]:
     cited = result["cited_ΔS"]
     lines = ["", "## ΔS per question (top-k items of all its runs; the cited snippet of each answered run)", "",
              origin + ".", zone_note, "",
-             f"Cited snippet over all answered runs: {cited['answered']} answered, {cited['unknown']} without ΔS, "
-             f"median {_fmt(cited['median'])}, p90 {_fmt(cited['p90'])}, max {_fmt(cited['max'])}.", "",
+             (f"Cited snippet over all answered runs: {cited['answered']} answered, {cited['unknown']} without ΔS, "
+             f"median {_fmt(cited['median'])}, p90 {_fmt(cited['p90'])}, max {_fmt(cited['max'])}."), "",
              f"| qid | runs | items | median | p90 | > {result['ΔS_flag_above']:.2f} | {zone_heads} "
              f"| within thresholds | cited: answered | cited: no ΔS | cited median | cited p90 | "
              + " | ".join(f"cited {n}" for n in names) + " |",
@@ -142,8 +142,8 @@ def _gates_and_notes(result: dict[str, Any]) -> list[str]:
     k = result["recall_k"]
     live = result[f"recall@{k}_vs_live"]
     if live:
-        lines += ["", f"Recall@{k}: shadow {_fmt(live[f'shadow_R@{k}'])}, live {_fmt(live[f'live_R@{k}'])}, "
-                      f"drop {_fmt(live['drop_points'])} points (at most {live['max_drop_points']})."]
+        lines += ["", (f"Recall@{k}: shadow {_fmt(live[f'shadow_R@{k}'])}, live {_fmt(live[f'live_R@{k}'])}, "
+                      f"drop {_fmt(live['drop_points'])} points (at most {live['max_drop_points']}).")]
     notes = []
     if result["bad_qids"]:
         notes.append(f"- Flagged (coverage 0 or cited ΔS > {result['ΔS_flag_above']}): "

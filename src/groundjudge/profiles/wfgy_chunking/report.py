@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Literal
 
 from groundjudge.contracts import Offsets
@@ -12,8 +13,20 @@ from groundjudge.load.adapters.wfgy_chunking import ChunkingGold, ChunkingTrace
 from groundjudge.metrics.stability import topk_agreement
 from groundjudge.profiles.wfgy_chunking import delta_s as ds
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    BAD_DELTA_S, CONVERGENT_STATES, DEFAULT_GATES, DELTA_S_ZONES, KS, LIVE_RECALL_K, OFFSET_WINDOW, PARAPHRASES,
-    CitationPolicy, ZoneBounds, mean, median, percentile, recall_at,
+    BAD_DELTA_S,
+    CONVERGENT_STATES,
+    DEFAULT_GATES,
+    DELTA_S_ZONES,
+    KS,
+    LIVE_RECALL_K,
+    OFFSET_WINDOW,
+    PARAPHRASES,
+    CitationPolicy,
+    ZoneBounds,
+    mean,
+    median,
+    percentile,
+    recall_at,
 )
 from groundjudge.profiles.wfgy_chunking.embedder import Embedder
 from groundjudge.profiles.wfgy_chunking.runs import RunScore, score_run
@@ -51,7 +64,7 @@ def _recall_mean(gold: Sequence[ChunkingGold], traces: Sequence[ChunkingTrace], 
 def shadow_vs_live(
     gold: Sequence[ChunkingGold], shadow_traces: Sequence[ChunkingTrace], live_traces: Sequence[ChunkingTrace],
     *, k: int = 5, max_drop_points: float = 2.0,
-) -> dict:
+) -> dict[str, Any]:
     """WFGY's canary gate "Recall@5 does not drop more than 2 points absolute vs live".
 
     Both runs are scored on the same gold with the same R@k. ``drop_points`` is
@@ -70,7 +83,7 @@ def shadow_vs_live(
             "max_drop_points": max_drop_points, "passed": drop <= max_drop_points}
 
 
-def _gate(name: str, value: float | None, op: str, threshold: float, reason: str | None = None) -> dict:
+def _gate(name: str, value: float | None, op: str, threshold: float, reason: str | None = None) -> dict[str, Any]:
     if value is None:
         return {"gate": name, "value": None, "op": op, "threshold": threshold, "status": "skipped",
                 "reason": reason or "no value"}
@@ -137,12 +150,20 @@ def _qid_mean(per_qid: PerQid, pick: Callable[[RunScore], float | None]) -> dict
     return means
 
 
-def _retrieval_and_citations(result: dict, per_qid: PerQid, ks: Sequence[int], has_offsets: bool) -> str | None:
+def _precision_at(n: int, score: RunScore) -> float:
+    return score.precision[n]
+
+
+def _recall_at(n: int, score: RunScore) -> float:
+    return score.recall[n]
+
+
+def _retrieval_and_citations(result: dict[str, Any], per_qid: PerQid, ks: Sequence[int], has_offsets: bool) -> str | None:
     """P@k, R@k, coverage and citation accuracy; returns why citation accuracy is null, if it is."""
     for n in ks:
-        result[f"P@{n}"] = mean(list(_qid_mean(per_qid, lambda s, n=n: s.precision[n]).values()))
+        result[f"P@{n}"] = mean(list(_qid_mean(per_qid, partial(_precision_at, n)).values()))
     for n in ks:
-        result[f"R@{n}"] = mean(list(_qid_mean(per_qid, lambda s, n=n: s.recall[n]).values()))
+        result[f"R@{n}"] = mean(list(_qid_mean(per_qid, partial(_recall_at, n)).values()))
     result["coverage"] = mean(list(_qid_mean(per_qid, lambda s: float(s.covered)).values()))
     if not has_offsets:
         result["citation_accuracy"] = None
@@ -151,7 +172,7 @@ def _retrieval_and_citations(result: dict, per_qid: PerQid, ks: Sequence[int], h
     return None
 
 
-def _delta_s(result: dict, per_qid: PerQid, runs: Sequence[RunScore], computed: ds.ComputedDeltaS,
+def _delta_s(result: dict[str, Any], per_qid: PerQid, runs: Sequence[RunScore], computed: ds.ComputedDeltaS,
              limits: ds.Limits) -> tuple[str | None, str | None]:
     """ΔS_med and ΔS_p90 (medians of per-run values over the top k), per question and per type.
 
@@ -185,7 +206,7 @@ def _delta_s(result: dict, per_qid: PerQid, runs: Sequence[RunScore], computed: 
     return reason, note
 
 
-def _by_type(runs: Sequence[RunScore], limits: ds.Limits) -> dict[str, dict]:
+def _by_type(runs: Sequence[RunScore], limits: ds.Limits) -> dict[str, dict[str, Any]]:
     counts: dict[str, list[int]] = {t: [0, 0] for t in CONTENT_TYPES}
     for s in runs:
         for kind, is_relevant in s.typed_top_k:
@@ -222,18 +243,19 @@ def _is_triplet(runs: Sequence[RunScore], paraphrases: int, seeds: int) -> bool:
     return sum(seeds == 1 or len(found) >= seeds for found in seeds_of.values()) >= paraphrases
 
 
-def _anchors_and_lambda(result: dict, gold: Sequence[ChunkingGold], per_qid: PerQid, paraphrases: int,
+def _anchors_and_lambda(result: dict[str, Any], gold: Sequence[ChunkingGold], per_qid: PerQid, paraphrases: int,
                         seeds: int) -> int:
     """Anchor hit and proximity, paraphrase agreement and λ convergence; returns the triplet count."""
     result["anchor_hit"] = mean(list(_qid_mean(
         per_qid, lambda s: None if s.anchor_hit is None else float(s.anchor_hit)).values()))
     result["anchor_proximity"] = mean(list(_qid_mean(
         per_qid, lambda s: None if s.anchor_distance is None else float(s.anchor_distance)).values()))
-    agreements, convergent, triplets = [], 0, 0
+    agreements: list[float] = []
+    convergent = triplets = 0
     for g in gold:
         real = [s for s in per_qid[g.qid] if s.has_trace]
-        if len(real) >= 2:
-            agreements.append(topk_agreement([s.top_ids for s in real], 5))
+        if len(real) >= 2 and (agreement := topk_agreement([s.top_ids for s in real], 5)) is not None:
+            agreements.append(agreement)
         if _is_triplet(real, paraphrases, seeds):
             triplets += 1
             convergent += all(s.lambda_state in CONVERGENT_STATES for s in real)
@@ -243,7 +265,7 @@ def _anchors_and_lambda(result: dict, gold: Sequence[ChunkingGold], per_qid: Per
     return triplets
 
 
-def _cited_gate(cited: Mapping[str, Any], threshold: float, reason: str | None) -> dict:
+def _cited_gate(cited: Mapping[str, Any], threshold: float, reason: str | None) -> dict[str, Any]:
     """The acceptance target "ΔS <= 0.45 for the cited snippet of each answered item", over
     every run that answered with a citation: its value is the largest known cited ΔS.
 
@@ -368,7 +390,8 @@ def report(
     gold_by_qid = {g.qid: g for g in gold}
     computed = ds.compute_missing(gold_by_qid, traces, texts=texts or {}, embedder=embedder)
 
-    options = {"k": k, "ks": ks, "window": window, "citation_policy": citation_policy, "gold_offsets": block_offsets}
+    options: dict[str, Any] = {"k": k, "ks": ks, "window": window, "citation_policy": citation_policy,
+                               "gold_offsets": block_offsets}
     per_qid: PerQid = {}
     for g in gold:
         per_qid[g.qid] = [

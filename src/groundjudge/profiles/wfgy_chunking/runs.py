@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from groundjudge.contracts import Offsets
 from groundjudge.load.adapters.wfgy_chunking import AnswerCitation, ChunkingGold, ChunkingTrace
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    KS, OFFSET_WINDOW, CitationPolicy, precision_at, recall_at, section_of, spans_match, title_distance,
+    KS,
+    OFFSET_WINDOW,
+    CitationPolicy,
+    precision_at,
+    recall_at,
+    section_of,
+    spans_match,
+    title_distance,
 )
 
 
@@ -62,7 +69,7 @@ def score_run(
     ``gold_offsets`` are the canonical offsets of blocks by id (the gold line's own
     ``gold_offsets`` win). ``delta_s`` overrides the trace's own ΔS (one value per topk item).
     """
-    relevant = set(gold.relevant)
+    relevant = frozenset(gold.relevant)
     ids = trace.ids if trace else []
     citations = _considered(trace.answer_citations if trace else [], citation_policy)
     anchor = gold.anchor_section

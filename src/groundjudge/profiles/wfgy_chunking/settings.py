@@ -23,7 +23,12 @@ from pydantic import Field, field_validator, model_validator
 
 from groundjudge.profiles.registry import Flag, ProfileSettings
 from groundjudge.profiles.wfgy_chunking.definitions import (
-    BAD_DELTA_S, DEFAULT_GATES, KS, LIVE_RECALL_K, OFFSET_WINDOW, PARAPHRASES,
+    BAD_DELTA_S,
+    DEFAULT_GATES,
+    KS,
+    LIVE_RECALL_K,
+    OFFSET_WINDOW,
+    PARAPHRASES,
 )
 
 __all__ = ["GATE_ALIASES", "ChunkingSettings", "gate_thresholds"]
