@@ -440,7 +440,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     with this run; a history that cannot be read or written is said in one line on ``log``
     (default stderr) and costs the run nothing else. Returns report.json's content:
     dicts and lists, except that each case's metric values and each verdict are read-only
-    mappings over the run's own records (``metrics.row.MetricRow``, ``report.views.ModelView``),
+    mappings over the run's own records (``metrics.table.MetricValues``, ``report.views.ModelView``),
     not copies (a nightly run would hold every one twice). They read as the JSON does;
     ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot).
 
