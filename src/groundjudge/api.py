@@ -433,7 +433,7 @@ def append_history(pending: PendingHistory) -> int | None:
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
                       profile: Any = None, history: str | Path | None = None,
                       log: IO[str] | None = None) -> dict[str, Any]:
-    """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
+    """report.json, cases.parquet, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them), all or none of them: a
     full disk half-way leaves the old files and raises ``StorageError``. With ``history``, the
     run is appended to that history once every report is written, and the HTML shows the trend
@@ -455,6 +455,7 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
                        history: str | Path | None, log: IO[str]) -> dict[str, Any]:
     from groundjudge.files import together, write_json_atomic, write_text_atomic
+    from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -484,6 +485,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
             write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
             release_free_pages()
             write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")

@@ -80,11 +80,12 @@ def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFact
                                       schema=schema), facts
 
 
-def concat(batches: Sequence[pa.RecordBatch]) -> pa.Table:
-    """The batches as one table: a metric some batch lacks is null in its rows."""
-    if not batches:
+def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
+    """Record batches or tables as one table: a column some part lacks is null in its rows."""
+    if not parts:
         return metric_schema(()).empty_table()
-    return pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="default")
+    tables = [p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts]
+    return pa.concat_tables(tables, promote_options="default")
 
 
 def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
