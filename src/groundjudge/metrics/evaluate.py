@@ -124,7 +124,7 @@ _SHARED: tuple[Dataset, MetricSettings] | None = None
 
 
 def _share(dataset: Dataset, settings: MetricSettings) -> None:
-    global _SHARED  # noqa: PLW0603 - one dataset per worker process, for all its batches
+    global _SHARED  # one dataset per worker process, for all its batches
     _SHARED = dataset, settings
 
 
