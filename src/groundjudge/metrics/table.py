@@ -12,11 +12,11 @@ Code that reads one case at a time (selection, gates, the report's per-case sect
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
@@ -85,7 +85,8 @@ def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
     if not parts:
         return metric_schema(()).empty_table()
     tables = [p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts]
-    return pa.concat_tables(tables, promote_options="default")
+    # one chunk per column: ``RowReader`` reads each column's buffer in place
+    return pa.concat_tables(tables, promote_options="default").combine_chunks()
 
 
 def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
@@ -95,19 +96,21 @@ def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
 
 
 class RowReader:
-    """A table's metric columns as numpy arrays (null as NaN, with a validity mask), so that a
-    case's values read back as Python floats one by one without copying the table into
-    per-case dicts."""
+    """A table's metric columns read in place, so that a case's values come back as Python
+    floats one at a time without copying the table into per-case dicts: per column, a float
+    view of Arrow's value buffer and, where the column has nulls, a validity mask."""
 
     __slots__ = ("columns",)
 
     def __init__(self, table: pa.Table) -> None:
-        self.columns: dict[str, tuple[memoryview, memoryview]] = {}
+        self.columns: dict[str, tuple[Sequence[float], Sequence[bool] | None]] = {}
         for name in metric_columns(table):
-            column = table.column(name)
-            values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-            valid = column.is_valid().to_numpy(zero_copy_only=False)
-            self.columns[name] = memoryview(values), memoryview(valid)
+            column = table.column(name).combine_chunks()  # one chunk already: ``concat`` makes it so
+            data = column.buffers()[1]
+            values: Sequence[float] = (memoryview(data).cast("d")[column.offset:column.offset + len(column)]
+                                       if data is not None else [math.nan] * len(column))
+            valid = memoryview(column.is_valid().to_numpy(zero_copy_only=False)) if column.null_count else None
+            self.columns[name] = values, valid
 
 
 class MetricValues(Mapping[str, "float | None"]):
@@ -125,14 +128,14 @@ class MetricValues(Mapping[str, "float | None"]):
         if name not in self._names:
             raise KeyError(name)
         values, valid = self._reader.columns[name]
-        return values[self._row] if valid[self._row] else None
+        return values[self._row] if valid is None or valid[self._row] else None
 
     def get(self, name: str, default: Any = None) -> Any:
         column = self._reader.columns.get(name)
         if column is None:
             return default
         values, valid = column
-        if valid[self._row]:
+        if valid is None or valid[self._row]:
             return values[self._row]
         # null: a metric that does not apply here, or one this case's row does not have
         return None if name in self._names else default
@@ -151,7 +154,7 @@ class MetricValues(Mapping[str, "float | None"]):
         out: dict[str, float | None] = {}
         for name in self._names:
             values, valid = columns[name]
-            out[name] = values[row] if valid[row] else None
+            out[name] = values[row] if valid is None or valid[row] else None
         return out
 
     json_value = to_dict  # as report.json and metrics.json write it (``files``)
