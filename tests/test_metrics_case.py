@@ -187,10 +187,10 @@ def test_a_null_stays_none_and_a_computed_nan_stays_nan():
                                         pa.array([None, math.nan]), pa.array([1.0, 2.0])], schema=schema)
     assert batch.column("m").null_count == 1 and batch.schema.field("m").type == pa.float64()
     reader = RowReader(pa.Table.from_batches([batch]))
-    first, second = MetricValues(reader, 0, ("m", "n")), MetricValues(reader, 1, ("m", "n"))
+    first, second = MetricValues(reader, 0, 0, ("m", "n")), MetricValues(reader, 0, 1, ("m", "n"))
     assert first["m"] is None and first.get("m", "default") is None and first["n"] == 1.0
     assert math.isnan(second["m"]) and second["n"] == 2.0
-    only_n = MetricValues(reader, 0, ("n",))
+    only_n = MetricValues(reader, 0, 0, ("n",))
     assert "m" not in only_n and only_n.get("m", "absent") == "absent" and list(only_n.items()) == [("n", 1.0)]
     with pytest.raises(KeyError):
         only_n["m"]

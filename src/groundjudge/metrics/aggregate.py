@@ -57,12 +57,17 @@ def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> list[float]:
 def table_summaries(tables: Sequence[pa.Table], names: Iterable[str]) -> dict[str, Summary]:
     """The summaries of metric ``names`` over the rows of ``tables``, one table after the other.
     Each mean adds its values in row order, as a running sum over the cases would."""
-    return summaries({name: present(t.column(name) for t in tables if name in t.column_names) for name in names})
+    # one column's values at a time: a nightly run's columns as Python floats would be gigabytes
+    return _summaries((name, present(t.column(name) for t in tables if name in t.column_names)) for name in names)
 
 
 def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
+    return _summaries(columns.items())
+
+
+def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
-    for name, values in columns.items():
+    for name, values in columns:
         _check_finite(name, values)
         if name.startswith("latency_ms."):
             for q in PERCENTILES:

@@ -85,32 +85,44 @@ def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
     if not parts:
         return metric_schema(()).empty_table()
     tables = [p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts]
-    # one chunk per column: ``RowReader`` reads each column's buffer in place
-    return pa.concat_tables(tables, promote_options="default").combine_chunks()
+    return pa.concat_tables(tables, promote_options="default")  # no copy: a chunk per part
 
 
 def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
     """Each row's values, read from ``table``: the rows of ``facts``, in order."""
     reader = RowReader(table)
-    return [MetricValues(reader, i, f.names) for i, f in enumerate(facts)]
+    out = []
+    for chunk, size in enumerate(reader.sizes):
+        start = len(out)
+        out += [MetricValues(reader, chunk, i, f.names) for i, f in enumerate(facts[start:start + size])]
+    return out
 
 
 class RowReader:
     """A table's metric columns read in place, so that a case's values come back as Python
-    floats one at a time without copying the table into per-case dicts: per column, a float
-    view of Arrow's value buffer and, where the column has nulls, a validity mask."""
+    floats one at a time without copying the table into per-case dicts: per column and chunk
+    (every column of a table made by ``concat`` has the same chunks), a float view of Arrow's
+    value buffer and, where the chunk has nulls, a validity mask."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "sizes")
 
     def __init__(self, table: pa.Table) -> None:
-        self.columns: dict[str, tuple[Sequence[float], Sequence[bool] | None]] = {}
+        self.columns: dict[str, list[tuple[Sequence[float], Sequence[bool] | None]]] = {}
+        self.sizes: list[int] = []
         for name in metric_columns(table):
-            column = table.column(name).combine_chunks()  # one chunk already: ``concat`` makes it so
-            data = column.buffers()[1]
-            values: Sequence[float] = (memoryview(data).cast("d")[column.offset:column.offset + len(column)]
-                                       if data is not None else [math.nan] * len(column))
-            valid = memoryview(column.is_valid().to_numpy(zero_copy_only=False)) if column.null_count else None
-            self.columns[name] = values, valid
+            chunks = table.column(name).chunks
+            self.columns[name] = [_readable(chunk) for chunk in chunks]
+            self.sizes = [len(chunk) for chunk in chunks]
+        if not self.columns:
+            self.sizes = [table.num_rows]
+
+
+def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
+    data = chunk.buffers()[1]
+    values: Sequence[float] = (memoryview(data).cast("d")[chunk.offset:chunk.offset + len(chunk)]
+                               if data is not None else [math.nan] * len(chunk))
+    valid = memoryview(chunk.is_valid().to_numpy(zero_copy_only=False)) if chunk.null_count else None
+    return values, valid
 
 
 class MetricValues(Mapping[str, "float | None"]):
@@ -119,22 +131,22 @@ class MetricValues(Mapping[str, "float | None"]):
     A read-only view of the case's row in its config's table; equal to a dict with the same items.
     """
 
-    __slots__ = ("_names", "_reader", "_row")
+    __slots__ = ("_chunk", "_names", "_reader", "_row")
 
-    def __init__(self, reader: RowReader, row: int, names: tuple[str, ...]) -> None:
-        self._reader, self._row, self._names = reader, row, names
+    def __init__(self, reader: RowReader, chunk: int, row: int, names: tuple[str, ...]) -> None:
+        self._reader, self._chunk, self._row, self._names = reader, chunk, row, names
 
     def __getitem__(self, name: str) -> float | None:
         if name not in self._names:
             raise KeyError(name)
-        values, valid = self._reader.columns[name]
+        values, valid = self._reader.columns[name][self._chunk]
         return values[self._row] if valid is None or valid[self._row] else None
 
     def get(self, name: str, default: Any = None) -> Any:
         column = self._reader.columns.get(name)
         if column is None:
             return default
-        values, valid = column
+        values, valid = column[self._chunk]
         if valid is None or valid[self._row]:
             return values[self._row]
         # null: a metric that does not apply here, or one this case's row does not have
@@ -150,10 +162,10 @@ class MetricValues(Mapping[str, "float | None"]):
         return len(self._names)
 
     def to_dict(self) -> dict[str, float | None]:
-        row, columns = self._row, self._reader.columns
+        row, chunk, columns = self._row, self._chunk, self._reader.columns
         out: dict[str, float | None] = {}
         for name in self._names:
-            values, valid = columns[name]
+            values, valid = columns[name][chunk]
             out[name] = values[row] if valid is None or valid[row] else None
         return out
 

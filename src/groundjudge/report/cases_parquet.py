@@ -41,8 +41,7 @@ def cases_table(metrics: MetricsRun, judge: JudgeRun | None = None) -> pa.Table:
                     raise ValueError(f"cases.parquet: the judge's column {name!r} has the name of a metric column")
                 table = table.append_column(name, column)
         parts.append(table)
-    # chunked as the configs' tables are: written as they are, not copied into one
-    return pa.concat_tables(parts, promote_options="default") if parts else concat([])
+    return concat(parts)
 
 
 def _judge_columns(judge: JudgeRun, cases: list[CaseJudgement | None]) -> list[tuple[str, pa.Array]]:
