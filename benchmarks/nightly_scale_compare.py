@@ -12,8 +12,8 @@ start time and run folder) and the exit codes.
 Usage (from the worktree root):
   python benchmarks/nightly_scale_compare.py CASES SRC_A SRC_B WORK_DIR [ENV=VALUE ...]
 
-ENV=VALUE pairs are set for tree B only (e.g. GROUNDJUDGE_WORKERS=1). Above 2,000 cases the
-run's metrics and judge pass are split over two processes (parallel.MIN_ITEMS pairs).
+ENV=VALUE pairs are set for tree B only (e.g. GROUNDJUDGE_WORKERS=2: the metrics scored in a
+pool of two processes).
 """
 
 from __future__ import annotations
@@ -114,6 +114,16 @@ def main() -> int:
         elif name != "report.json":
             assert masked((out_a / name).read_bytes()) == masked((out_b / name).read_bytes()), f"{name} differs"
             print(f"{name}: same bytes")
+    if (out_b / "cases.parquet").exists():  # a tree that writes it: each row as report.json has the case
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out_b / "cases.parquet").to_pylist()
+        per_case = [(c, cid, values) for c, section in doc_b["per_config"].items()
+                    for cid, values in section["per_case"].items()]
+        assert [(r["config_id"], r["case_id"]) for r in rows] == [(c, cid) for c, cid, _ in per_case]
+        assert all(all(r[k] == v for k, v in values.items()) for r, (*_, values) in zip(rows, per_case)), \
+            "cases.parquet differs from report.json"
+        print(f"cases.parquet (tree b): the same values as report.json ({len(rows)} rows)")
     rows_a, rows_b = history_rows(work / "history_a.sqlite"), history_rows(work / "history_b.sqlite")
     assert rows_a == rows_b, "history rows differ"
     totals = doc_a["judge"]["totals"]

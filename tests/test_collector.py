@@ -70,31 +70,25 @@ def test_a_cycle_made_while_paused_is_freed_after(collecting):
     assert probe() is None
 
 
-def test_metrics_and_selection_run_with_the_collector_paused(collecting, mini, monkeypatch):
-    """The stages that make a row per pair pause it, and it is back on after each."""
+def test_selection_runs_with_the_collector_paused(collecting, mini, monkeypatch):
+    """Selection, which makes a decision per pair, pauses it, and it is back on after."""
     from groundjudge import select
     from groundjudge.load.dataset import load_dataset
     from groundjudge.metrics import evaluate
 
     seen = {}
-    compute_case, failures = evaluate.compute_case, select.deterministic_failures
-
-    def spy_case(*args, **kwargs):
-        seen.setdefault("metrics", set()).add(gc.isenabled())
-        return compute_case(*args, **kwargs)
+    failures = select.deterministic_failures
 
     def spy_failures(*args, **kwargs):
         seen.setdefault("select", set()).add(gc.isenabled())
         return failures(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate, "compute_case", spy_case)
     monkeypatch.setattr(select, "deterministic_failures", spy_failures)
     dataset = load_dataset(mini / "golden.jsonl", [mini / "traces.jsonl"], mini / "corpus.jsonl")
     run = evaluate.evaluate_dataset(dataset)
-    assert gc.isenabled()
     select.select_cases(dataset, run)
     assert gc.isenabled()
-    assert seen == {"metrics": {False}, "select": {False}}
+    assert seen == {"select": {False}}
 
 
 def test_plain_pauses_freeze_nothing(collecting):

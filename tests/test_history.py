@@ -270,11 +270,14 @@ def test_pack_report_packs_what_pack_of_the_copied_values_packs():
 
     from groundjudge.history.summary import pack_report, per_case_values
     from groundjudge.judge.results import CriterionValue
-    from groundjudge.metrics.row import MetricRow
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_batch, concat, views
 
-    rows = {"a": MetricRow({"recall@5": 1.0, "mrr@10": None, "acl_leak": True}),
-            "b": {"recall@5": 0, "mrr@10": 0.25, "latency_ms.end_to_end": 12.5},
-            "c": MetricRow({"recall@5": 0.5, "mrr@10": 0.5, "acl_leak": False})}
+    rows = [CaseMetrics(cid, "cfg", values, None, [], []) for cid, values in
+            (("a", {"recall@5": 1.0, "mrr@10": None, "acl_leak": True}), ("c", {"recall@5": 0.5, "mrr@10": 0.5}))]
+    batch, facts = as_batch(rows)
+    read = views(concat([batch]), facts)  # as a run's rows: views of a config's Arrow table
+    rows = {"a": read[0], "b": {"recall@5": 0, "mrr@10": 0.25, "latency_ms.end_to_end": 12.5}, "c": read[1]}
     criteria = [NS(name="faithful", metric="faithfulness"), NS(name="correct", metric="correctness")]
     cases = {"a": NS(criteria={"faithful": CriterionValue(label=True, value=1.0),
                                "correct": CriterionValue(label=None, value=None)}),

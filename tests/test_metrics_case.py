@@ -109,35 +109,31 @@ def test_citation_offset_accuracy_needs_a_gold_span(mini):
     assert citation_metrics(labelled, trace, {})["citation_offset_accuracy"] is None  # no corpus, no spans
 
 
-@pytest.mark.parametrize("round_work", [10_000, 10])
+@pytest.mark.parametrize("batch", [10_000, 10])
 @pytest.mark.parametrize("configs", [("baseline", "candidate"), ("baseline",)])
-def test_two_cores_score_the_same_rows_as_one(monkeypatch, configs, round_work):
-    """evaluate_dataset with the pairs split over forked workers (one, or one per round of
-    ten pairs), and then the configs' summaries (a config each), gives the same rows, in the
-    same order, and the same summaries as in one process."""
+def test_a_process_pool_scores_the_same_rows_as_one_process(monkeypatch, configs, batch):
+    """evaluate_dataset with its batches (one, or one per ten pairs, some spanning two configs)
+    scored in a pool of two processes gives the same rows, in the same order, the same tables
+    and the same summaries as in this process."""
     from pathlib import Path
 
-    from groundjudge import parallel
+    from groundjudge.metrics import evaluate
 
     examples = Path(__file__).resolve().parent.parent / "examples"
     dataset = load_dataset(examples / "golden.jsonl", [examples / "traces" / f"{c}.jsonl" for c in configs],
                            examples / "corpus.jsonl")
-    monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
-    alone = evaluate_dataset(dataset)
-    monkeypatch.delenv("GROUNDJUDGE_WORKERS")
-    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
-    monkeypatch.setattr(parallel, "ROUND_WORK", round_work)
-    forks = []
-    real = parallel.os.fork
-    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
-    split = evaluate_dataset(dataset)
-    pairs = sum(len(cfg.cases) for cfg in alone.configs.values())
-    rounds = 1 if round_work > pairs else round(pairs / round_work)
-    assert len(forks) == rounds + (len(configs) > 1)  # the summaries: one worker, for the second config
+    monkeypatch.setattr(evaluate, "BATCH", batch)
+    alone = evaluate_dataset(dataset, workers=1)
+    pools: list[int] = []
+    real = evaluate.ProcessPoolExecutor
+    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", lambda n, **kw: pools.append(n) or real(n, **kw))
+    split = evaluate_dataset(dataset, workers=2)
+    assert pools == ([] if batch > 100 else [2])  # one batch: nothing to share out
     assert list(split.configs) == list(alone.configs) == list(configs)
     for cfg in alone.configs:
         assert split.configs[cfg].cases == alone.configs[cfg].cases
         assert [list(c.values) for c in split.configs[cfg].cases] == [list(c.values) for c in alone.configs[cfg].cases]
+        assert split.configs[cfg].table.equals(alone.configs[cfg].table)
         assert split.configs[cfg].aggregate == alone.configs[cfg].aggregate
         assert split.configs[cfg].breakdown == alone.configs[cfg].breakdown
     assert split.overall == alone.overall
@@ -155,17 +151,49 @@ def test_every_case_mapping_shares_its_key_strings(run):
     assert {"recall_doc@1", "hit_span@3", "latency_ms.end_to_end", "tokens.prompt"} <= set(first)
 
 
-def test_rows_are_compact_metric_rows_sharing_their_names(run):
-    """Each (case, config) keeps its values as a MetricRow (an array of floats, about a fifth of
-    a dict's memory); rows with the same metrics share one tuple of names."""
-    from groundjudge.metrics.row import MetricRow
+def test_each_case_reads_its_row_of_the_config_table(run):
+    """Each (case, config) reads its values from its row of the config's Arrow table: a
+    read-only mapping equal to the dict compute_case made, its own metrics in order (a metric
+    another case has is not one of its keys), None where the column is null."""
+    from groundjudge.metrics.table import MetricValues, metric_columns
 
+    for cfg in run.configs.values():
+        table = cfg.table
+        assert table.num_rows == len(cfg.cases)
+        assert table.column("case_id").to_pylist() == [c.case_id for c in cfg.cases]
+        for i, case in enumerate(cfg.cases):
+            assert isinstance(case.values, MetricValues)
+            row = {name: table.column(name)[i].as_py() for name in metric_columns(table)}
+            assert case.values == {name: row[name] for name in case.values}
+            assert all(row[name] is None for name in row if name not in case.values)
     rows = [r.values for cfg in run.configs.values() for r in cfg.cases]
-    assert rows and all(isinstance(r, MetricRow) for r in rows)
-    layouts = {id(r._names) for r in rows}
-    assert len(layouts) <= len({tuple(r) for r in rows})
-    assert all(MetricRow(dict(r)) == r for r in rows)
     assert any(None in r.values() for r in rows)  # the example has metrics that do not apply somewhere
+    with pytest.raises(TypeError):
+        rows[0]["recall@5"] = 0.0  # type: ignore[index]
+
+
+def test_a_null_stays_none_and_a_computed_nan_stays_nan():
+    """In a record batch a metric that does not apply is null and a NaN a metric computed is
+    NaN; read back they are None and NaN."""
+    import math
+
+    import pyarrow as pa
+
+    from groundjudge.metrics.table import MetricValues, RowReader, metric_schema
+
+    schema = metric_schema(["m", "n"])
+    batch = pa.RecordBatch.from_arrays([pa.array(["c", "c"]), pa.array(["a", "b"]),
+                                        pa.array([None, None], type=schema.field("not_recorded").type),
+                                        pa.array([None, math.nan]), pa.array([1.0, 2.0])], schema=schema)
+    assert batch.column("m").null_count == 1 and batch.schema.field("m").type == pa.float64()
+    reader = RowReader(pa.Table.from_batches([batch]))
+    first, second = MetricValues(reader, 0, 0, ("m", "n")), MetricValues(reader, 0, 1, ("m", "n"))
+    assert first["m"] is None and first.get("m", "default") is None and first["n"] == 1.0
+    assert math.isnan(second["m"]) and second["n"] == 2.0
+    only_n = MetricValues(reader, 0, 0, ("n",))
+    assert "m" not in only_n and only_n.get("m", "absent") == "absent" and list(only_n.items()) == [("n", 1.0)]
+    with pytest.raises(KeyError):
+        only_n["m"]
 
 
 def test_a_ranking_already_in_trec_order_is_the_one_trec_order_gives():

@@ -214,8 +214,9 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
     """One pass fills every group (a case in two groups counts in both, a repeated tag twice);
     pooled columns equal reading every row again."""
     from groundjudge.contracts import GoldenCase
-    from groundjudge.metrics.aggregate import breakdowns, columns_of, pooled, summaries
+    from groundjudge.metrics.aggregate import breakdowns, ordered_names, table_summaries
     from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_batch, concat
 
     cases = {f"c{i}": GoldenCase(id=f"c{i}", question="q", tags=tags, difficulty=level)
              for i, (tags, level, _) in enumerate(groups)}
@@ -231,8 +232,15 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
     expected = {"tag": by(lambda r: cases[r.case_id].tags or ["(untagged)"]),
                 "difficulty": by(lambda r: [cases[r.case_id].difficulty or "(unset)"]),
                 "content_type": by(lambda r: r.content_types or ["(unknown)"])}
-    got = breakdowns(results, cases)
+
+    def table(rows):
+        batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(rows)])
+        return concat([batch]), [f.names for f in facts]
+
+    mine, layouts = table(rows)
+    got = breakdowns(mine, results, layouts, cases)
     assert got == expected
     assert all(list(got[k][g]) == list(expected[k][g]) for k in got for g in got[k])
-    both = summaries(pooled([columns_of(rows), columns_of(more)]))
+    theirs, more_layouts = table(more)
+    both = table_summaries([mine, theirs], ordered_names(layouts + more_layouts))
     assert both == reference_summary(rows + more) and list(both) == list(reference_summary(rows + more))

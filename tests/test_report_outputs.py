@@ -313,41 +313,28 @@ def _history_rows(path: Path) -> list:
                 conn.execute("SELECT * FROM run_values ORDER BY config, metric").fetchall()]
 
 
-@pytest.mark.parametrize("round_work", [100_000, 8])
-def test_a_run_on_two_cores_writes_the_same_bytes_as_on_one(run_dir, tmp_path, monkeypatch, round_work):
-    """The metrics split over forked workers (as on a nightly run; one worker, or one per round
-    of eight pairs), then the configs' summaries: every output file has the same bytes as the
-    one-process run's, and the history the same row."""
-    import threading
+@pytest.mark.parametrize("batch", [100_000, 8])
+def test_a_run_with_a_process_pool_writes_the_same_bytes_as_one_process(run_dir, tmp_path, monkeypatch, batch):
+    """The metrics scored in a pool of two processes (GROUNDJUDGE_WORKERS=2; one batch, or one
+    per eight pairs): every output file has the same bytes as the one-process run's, and the
+    history the same row."""
+    from groundjudge.metrics import evaluate
 
-    from groundjudge import parallel
-
-    # A library used by an earlier test of the session may leave tqdm's monitor thread running;
-    # split_map rightly refuses to fork beside a thread it does not know, so stop that one.
-    tqdm = sys.modules.get("tqdm")
-    if tqdm is not None and getattr(tqdm.tqdm, "monitor", None) is not None:
-        tqdm.tqdm.monitor.exit()
-        tqdm.tqdm.monitor = None
-    assert parallel.workers_allowed(), [t.name for t in threading.enumerate()]
     for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR", "GITHUB_STEP_SUMMARY"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(evaluate, "BATCH", batch)
     out, history = tmp_path / "out", tmp_path / "history.sqlite"
     monkeypatch.setenv("GROUNDJUDGE_WORKERS", "1")
     alone = _cached_run(run_dir, out, "--history", str(history))
     out.rename(tmp_path / "alone")
     history.rename(tmp_path / "alone.sqlite")
-    monkeypatch.delenv("GROUNDJUDGE_WORKERS")
-    monkeypatch.setattr(parallel, "MIN_ITEMS", 2)
-    monkeypatch.setattr(parallel, "ROUND_WORK", round_work)
-    forks: list[int] = []
-    real = parallel.os.fork
-    monkeypatch.setattr(parallel.os, "fork", lambda: forks.append(1) or real())
+    monkeypatch.setenv("GROUNDJUDGE_WORKERS", "2")
+    pools: list[int] = []
+    real = evaluate.ProcessPoolExecutor
+    monkeypatch.setattr(evaluate, "ProcessPoolExecutor", lambda n, **kw: pools.append(n) or real(n, **kw))
     split = _cached_run(run_dir, out, "--history", str(history))
     assert alone.exit_code == split.exit_code and alone.exit_code in (0, 1), (alone.output, split.output)
-    if round_work > 1000:
-        assert len(forks) == 2  # metrics, the two configs' summaries (the judge pass is one process)
-    else:
-        assert len(forks) > 10
+    assert pools == ([] if batch > 1000 else [2])  # one batch is scored here; more go to the pool
     names = sorted(p.name for p in (tmp_path / "alone").iterdir())
     assert names == sorted(p.name for p in out.iterdir())
     assert {"report.json", "report.md", "report.html", "triage.jsonl", "triage.md"} <= set(names)

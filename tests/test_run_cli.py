@@ -232,8 +232,8 @@ def test_the_program_leaves_at_once_with_everything_written(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "verdict: PASS" in proc.stdout and proc.stdout.rstrip().endswith("and triage.md"), proc.stdout
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md", "triage.jsonl",
-                                                      "triage.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["cases.parquet", "report.html", "report.json", "report.md",
+                                                      "triage.jsonl", "triage.md"]
     check_report(json.loads((out / "report.json").read_text()))
     with sqlite3.connect(tmp_path / "h.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (1,)

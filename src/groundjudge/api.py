@@ -362,14 +362,14 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
                       profile: Any = None, history: str | Path | None = None,
                       log: IO[str] | None = None) -> dict[str, Any]:
-    """report.json, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
+    """report.json, cases.parquet, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them), all or none of them: a
     full disk half-way leaves the old files and raises ``StorageError``. With ``history``, the
     run is appended to that history once every report is written, and the HTML shows the trend
     with this run; a history that cannot be read or written is said in one line on ``log``
     (default stderr) and costs the run nothing else. Returns report.json's content:
     dicts and lists, except that each case's metric values and each verdict are read-only
-    mappings over the run's own records (``metrics.row.MetricRow``, ``report.views.ModelView``),
+    mappings over the run's own records (``metrics.table.MetricValues``, ``report.views.ModelView``),
     not copies (a nightly run would hold every one twice). They read as the JSON does;
     ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot).
 
@@ -385,6 +385,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                        history: str | Path | None, log: IO[str]) -> dict[str, Any]:
     from groundjudge.files import together, write_json_atomic, write_text_atomic
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
+    from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
@@ -412,6 +413,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
             write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
             release_free_pages()
             write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")

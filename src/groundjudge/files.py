@@ -132,7 +132,7 @@ def together() -> Iterator[None]:
 # which JSON cannot carry, is written as null (no value) where ``json`` would refuse it.
 # Keys that are not strings are written as strings, as ``json`` does.
 # An object that stands for a JSON value without being one (``report.views.ModelView``, a
-# typed verdict read as its dump; ``metrics.row.MetricRow``, a case's metric values) gives it
+# typed verdict read as its dump; ``metrics.table.MetricValues``, a case's metric values) gives it
 # by its ``json_value()`` as it is written; any other read-only mapping is written as a dict.
 _COMPACT = orjson.OPT_NON_STR_KEYS
 _PRETTY = orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE

@@ -8,13 +8,15 @@ cases whose inputs were not recorded (``metrics.unrecorded``) says why in ``reas
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
+
+import pyarrow as pa
 
 from groundjudge.contracts import GoldenCase
 from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.operations import percentile
+from groundjudge.metrics.table import NOT_RECORDED
 
 
 class Summary(TypedDict):
@@ -34,74 +36,68 @@ Column = Sequence[float]
 
 
 def summarize(rows: Iterable[Mapping[str, float | None]]) -> dict[str, Summary]:
-    return summaries(columns_of(rows))
-
-
-def columns_of(rows: Iterable[Mapping[str, float | None]]) -> dict[str, array]:
-    """Metric -> its values that are not None, in row order; metrics in the order they first appear.
-    Each column is an ``array('d')``: the rows (``metrics.row.MetricRow``) hold no float objects
-    to point at, and a nightly run's columns would otherwise make millions of them."""
-    columns: dict[str, array] = {}
+    """The summaries of plain mappings (metric -> value): tests' and small callers' way in."""
+    columns: dict[str, list[float]] = {}
     for row in rows:
         for name, value in row.items():
-            column = columns.get(name)
-            if column is None:
-                column = columns[name] = array("d")
+            column = columns.setdefault(name, [])
             if value is not None:
                 column.append(value)
-    return columns
+    return summaries(columns)
 
 
-def pooled(parts: Iterable[Mapping[str, Column]]) -> dict[str, array]:
-    """The columns of several row sets one after the other: ``columns_of`` of all their rows,
-    without reading the rows again (a nightly run has hundreds of thousands)."""
-    out: dict[str, array] = {}
-    for columns in parts:
-        for name, values in columns.items():
-            if name in out:
-                out[name].extend(values)
-            else:
-                out[name] = array("d", values)
+def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> list[float]:
+    """The values of Arrow columns that are not null, one column after the other, as floats."""
+    out: list[float] = []
+    for part in parts:
+        out += part.drop_null().to_numpy(zero_copy_only=False).tolist()
     return out
 
 
+def table_summaries(tables: Sequence[pa.Table], names: Iterable[str]) -> dict[str, Summary]:
+    """The summaries of metric ``names`` over the rows of ``tables``, one table after the other.
+    Each mean adds its values in row order, as a running sum over the cases would."""
+    # one column's values at a time: a nightly run's columns as Python floats would be gigabytes
+    return _summaries((name, present(t.column(name) for t in tables if name in t.column_names)) for name in names)
+
+
 def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
+    return _summaries(columns.items())
+
+
+def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
-    for name, values in columns.items():
+    for name, values in columns:
         _check_finite(name, values)
         if name.startswith("latency_ms."):
             for q in PERCENTILES:
                 out[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
             continue
-        out[name] = {"value": sum(values) / len(values) if values else None, "n": len(values)}
+        out[name] = {"value": sum(values) / len(values) if len(values) else None, "n": len(values)}
         if name == "cost_usd":
-            out["cost_usd.total"] = {"value": sum(values) if values else None, "n": len(values)}
+            out["cost_usd.total"] = {"value": sum(values) if len(values) else None, "n": len(values)}
     return out
 
 
-def unknown_counts(results: Iterable[CaseMetrics]) -> UnknownCounts:
-    """Per metric, the cases left out because an input it reads was not recorded, by reason."""
+def unknown_counts(tables: Iterable[pa.Table]) -> UnknownCounts:
+    """Per metric, the cases left out because an input it reads was not recorded, by reason
+    (from the tables' ``not_recorded`` column)."""
+    metrics, reasons = [], []
+    for table in tables:
+        for chunk in table.column(NOT_RECORDED).chunks:
+            # a map array's keys and items are those of the whole array it was sliced from
+            start, end = chunk.offsets[0].as_py(), chunk.offsets[-1].as_py()
+            metrics.append(chunk.keys.slice(start, end - start))
+            reasons.append(chunk.items.slice(start, end - start))
+    if not metrics or not sum(len(m) for m in metrics):
+        return {}
+    pairs = pa.table({"metric": pa.concat_arrays(metrics), "reason": pa.concat_arrays(reasons)})
+    counted = pairs.group_by(["metric", "reason"], use_threads=False).aggregate([("metric", "count")])
     counts: UnknownCounts = {}
-    for r in results:
-        if r.unknown:
-            _count(counts, r.unknown)
+    for metric, reason, n in zip(*(counted.column(c).to_pylist() for c in ("metric", "reason", "metric_count")),
+                                 strict=True):
+        counts.setdefault(metric, {})[reason] = n
     return counts
-
-
-def _count(counts: UnknownCounts, unknown: Mapping[str, str]) -> None:
-    for metric, reason in unknown.items():
-        per_reason = counts.setdefault(metric, {})
-        per_reason[reason] = per_reason.get(reason, 0) + 1
-
-
-def merged_counts(parts: Iterable[UnknownCounts]) -> UnknownCounts:
-    out: UnknownCounts = {}
-    for counts in parts:
-        for metric, reasons in counts.items():
-            mine = out.setdefault(metric, {})
-            for reason, n in reasons.items():
-                mine[reason] = mine.get(reason, 0) + n
-    return out
 
 
 def with_reasons(found: dict[str, Summary], counts: UnknownCounts, cases: int) -> dict[str, Summary]:
@@ -126,32 +122,34 @@ def _check_finite(name: str, values: Column) -> None:
                          "(inputs are checked when read, so a metric computed it: a bug)")
 
 
-def breakdowns(results: Sequence[CaseMetrics], cases: dict[str, GoldenCase]) -> dict[str, dict[str, dict[str, Summary]]]:
-    """Summaries by tag, difficulty and content type (a case counts in each group it belongs to).
+def ordered_names(layouts: Iterable[tuple[str, ...]]) -> list[str]:
+    """The metric names of rows with these layouts, in the order they first appear."""
+    names: dict[str, None] = {}
+    for layout in layouts:
+        names.update(dict.fromkeys(layout))
+    return list(names)
 
-    One pass over the rows fills every group's columns: each row's mapping is read once, not
-    once per kind of group."""
+
+def breakdowns(table: pa.Table, results: Sequence[CaseMetrics], layouts: Sequence[tuple[str, ...]],
+               cases: Mapping[str, GoldenCase]) -> dict[str, dict[str, dict[str, Summary]]]:
+    """Summaries by tag, difficulty and content type (a case counts in each group it belongs to,
+    a repeated tag twice). ``results`` and ``layouts`` (each row's metric names) are the rows of
+    ``table`` in order; a group's summaries are those of the rows it takes from the table."""
     kinds: dict[str, Callable[[CaseMetrics], Iterable[str]]] = {
         "tag": lambda r: cases[r.case_id].tags or ["(untagged)"],
         "difficulty": lambda r: [cases[r.case_id].difficulty or "(unset)"],
         "content_type": lambda r: r.content_types or ["(unknown)"],
     }
-    groups: dict[str, dict[str, dict[str, array]]] = {kind: {} for kind in kinds}
-    unknown: dict[tuple[str, str], UnknownCounts] = {}
-    sizes: dict[tuple[str, str], int] = {}
-    for r in results:
-        places = [(kind, key) for kind, keys in kinds.items() for key in keys(r)]
-        targets = [groups[kind].setdefault(key, {}) for kind, key in places]
-        for name, value in r.values.items():
-            for columns in targets:
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = array("d")
-                if value is not None:
-                    column.append(value)
-        for place in places:
-            sizes[place] = sizes.get(place, 0) + 1
-            if r.unknown:
-                _count(unknown.setdefault(place, {}), r.unknown)
-    return {kind: {key: with_reasons(summaries(columns), unknown.get((kind, key), {}), sizes[kind, key])
-                   for key, columns in sorted(found.items())} for kind, found in groups.items()}
+    rows: dict[tuple[str, str], list[int]] = {}
+    seen: dict[tuple[str, str], dict[tuple[str, ...], None]] = {}  # each group's layouts, first seen first
+    for i, r in enumerate(results):
+        for kind, keys in kinds.items():
+            for key in keys(r):
+                rows.setdefault((kind, key), []).append(i)
+                seen.setdefault((kind, key), {})[layouts[i]] = None
+    out: dict[str, dict[str, dict[str, Summary]]] = {kind: {} for kind in kinds}
+    for kind, key in sorted(rows, key=lambda place: place[1]):
+        group = table.take(pa.array(rows[kind, key], type=pa.int64()))
+        out[kind][key] = with_reasons(table_summaries([group], ordered_names(seen[kind, key])),
+                                      unknown_counts([group]), len(group))
+    return out

@@ -16,7 +16,6 @@ from groundjudge.metrics.containment import constraint_metrics, containment_metr
 from groundjudge.metrics.grounding import citation_metrics, context_metrics
 from groundjudge.metrics.operations import operation_values
 from groundjudge.metrics.retrieval import at_k, retrieval_metrics, trec_order
-from groundjudge.metrics.row import MetricRow
 from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
 from groundjudge.metrics.unrecorded import OBSERVED_BEHAVIOR, unknown_inputs, unknown_metrics
@@ -37,7 +36,9 @@ _NOTHING_UNKNOWN: Mapping[str, str] = MappingProxyType({})
 class CaseMetrics:
     case_id: str
     config_id: str
-    values: Mapping[str, float | None]  # a MetricRow from ``compute_case``: compact, read-only
+    # a dict from ``compute_case``; in a ``MetricsRun``, a read-only view of the case's row
+    # of its config's table (``metrics.table.MetricValues``)
+    values: Mapping[str, float | None]
     behavior: Behavior | None  # None: not recorded (no behaviour field, no answer text)
     acl_leaks: list[AclLeak]
     content_types: list[str]
@@ -120,12 +121,6 @@ def compute_case(
     missing = unknown_metrics(values, unknown) if unknown else _NOTHING_UNKNOWN
     for name in missing:  # computed from an empty default, it would be a finding nothing supports
         values[name] = None
-    return CaseMetrics(case.id, trace.config_id, MetricRow(values), None if OBSERVED_BEHAVIOR in unknown else behavior,
-                       leaks or _NO_LEAKS, _SEEN_TYPES.setdefault(tuple(types), types), missing)
-
-
-# A row per pair, most with no leak and one of a few sets of content types: those lists are
-# shared (the rows are frozen; nothing changes them in place).
-_NO_LEAKS: list[AclLeak] = []
-_SEEN_TYPES: dict[tuple[str, ...], list[str]] = {}
+    return CaseMetrics(case.id, trace.config_id, values, None if OBSERVED_BEHAVIOR in unknown else behavior,
+                       leaks or [], types, missing)
 

@@ -1,28 +1,31 @@
-"""Run every deterministic metric over a loaded dataset."""
+"""Run every deterministic metric over a loaded dataset, batch by batch, into Arrow tables."""
 
 from __future__ import annotations
 
-from array import array
+import os
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
-from groundjudge.collector import collector_paused
+import pyarrow as pa
+
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.aggregate import (
     Summary,
-    UnknownCounts,
     breakdowns,
-    columns_of,
-    merged_counts,
-    pooled,
-    summaries,
+    ordered_names,
+    table_summaries,
     unknown_counts,
     with_reasons,
 )
-from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
-from groundjudge.parallel import split_map
+from groundjudge.metrics.case import CaseMetrics, MetricSettings
+from groundjudge.metrics.table import CaseFacts, Pair, concat, metric_batch, views
 
 Breakdown = dict[str, dict[str, dict[str, Summary]]]
+
+_NOTHING_UNKNOWN: MappingProxyType[str, str] = MappingProxyType({})
+BATCH = 2_000  # pairs per record batch: big enough that Arrow's per-batch cost does not show
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class ConfigMetrics:
     cases: list[CaseMetrics]
     aggregate: dict[str, Summary]
     breakdown: Breakdown
+    # a row per case of ``cases``, in order: config_id, case_id, not_recorded, a float64 column per metric
+    table: pa.Table = field(default_factory=lambda: concat([]), repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,44 +53,81 @@ class MetricsRun:
         return self._index.get((config_id, case_id))
 
 
-@collector_paused()  # a row per pair, no cycles: the collector's walks over them found nothing
-def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -> MetricsRun:
+def workers_from_environment() -> int:
+    """``GROUNDJUDGE_WORKERS``: how many processes score a run's metrics (default 1, this one)."""
+    value = os.environ.get("GROUNDJUDGE_WORKERS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None, *,
+                     workers: int | None = None) -> MetricsRun:
     """Score every (case, config) that has a trace. Cases without one are in ``dataset.missing_trace``.
 
-    On a large set the pairs are shared with forked workers (``parallel.split_map``), a round
-    at a time, and then the configs' summaries, made from the rows in order. The rows, and
-    every summary, are the same as in one process."""
+    The pairs are scored ``BATCH`` at a time into Arrow record batches (``metrics.table``);
+    each config's summaries and breakdowns are computed from its table. ``workers`` > 1 (by
+    default ``GROUNDJUDGE_WORKERS``, else 1) scores the batches in a pool of that many
+    processes: opt-in, for large sets on several cores; the results are the same."""
     settings = settings or MetricSettings()
+    workers = workers_from_environment() if workers is None else workers
     scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, {})]
               for config_id, per_case in dataset.traces.items()}
-
-    def score(pairs: Sequence[tuple[str, str]]) -> list[CaseMetrics]:
-        rows = []
-        for config_id, case_id in pairs:
-            variants = dataset.traces[config_id][case_id]
-            paraphrases = [t for i, t in sorted(variants.items()) if i != 0]
-            rows.append(compute_case(dataset.cases[case_id], variants[0], dataset.corpus, settings, paraphrases))
-        return rows
-
-    def summarized(config_ids: Sequence[str],
-                   ) -> list[tuple[dict[str, Summary], Breakdown, dict[str, array], UnknownCounts]]:
-        out = []
-        for config_id in config_ids:
-            rows = by_config[config_id]
-            columns = columns_of(r.values for r in rows)
-            unknown = unknown_counts(rows)
-            out.append((with_reasons(summaries(columns), unknown, len(rows)), breakdowns(rows, dataset.cases), columns,
-                        unknown))
-        return out
-
     pairs = [(c, case_id) for c in scored for case_id in scored[c]]
-    rows = iter(split_map(score, pairs))
-    by_config = {c: [next(rows) for _ in scored[c]] for c in scored}
-    ids = list(scored)
-    # the configs' summaries side by side too (the rows stay here: only the summaries travel)
-    made = split_map(summarized, ids, work=len(pairs))
-    # every config's rows, one config after the other
-    overall = with_reasons(summaries(pooled(columns for _, _, columns, _ in made)),
-                           merged_counts(unknown for *_, unknown in made), len(pairs))
-    return MetricsRun({c: ConfigMetrics(c, by_config[c], aggregate, breakdown)
-                       for c, (aggregate, breakdown, _, _) in zip(ids, made)}, overall)
+    batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
+    if workers > 1 and len(batches) > 1:
+        with ProcessPoolExecutor(min(workers, len(batches)), initializer=_share, initargs=(dataset, settings)) as pool:
+            done = list(pool.map(_score_shared, batches))
+    else:
+        done = [score_pairs(dataset, settings, batch) for batch in batches]
+
+    per_config: dict[str, tuple[list[pa.RecordBatch], list[CaseFacts]]] = {c: ([], []) for c in scored}
+    for batch, (table, facts) in zip(batches, done, strict=True):
+        # a batch may span two configs: split it where the config changes
+        start = 0
+        while start < len(batch):
+            config_id = batch[start][0]
+            end = start
+            while end < len(batch) and batch[end][0] == config_id:
+                end += 1
+            per_config[config_id][0].append(table.slice(start, end - start))
+            per_config[config_id][1].extend(facts[start:end])
+            start = end
+
+    configs: dict[str, ConfigMetrics] = {}
+    for config_id, (parts, facts) in per_config.items():
+        table = concat(parts)
+        cases = [CaseMetrics(case_id, config_id, values, f.behavior, f.acl_leaks, f.content_types,
+                             MappingProxyType(f.unknown) if f.unknown else _NOTHING_UNKNOWN)
+                 for case_id, values, f in zip(scored[config_id], views(table, facts), facts, strict=True)]
+        layouts = [f.names for f in facts]
+        aggregate = with_reasons(table_summaries([table], ordered_names(dict.fromkeys(layouts))),
+                                 unknown_counts([table]), len(cases))
+        configs[config_id] = ConfigMetrics(config_id, cases, aggregate,
+                                           breakdowns(table, cases, layouts, dataset.cases), table)
+    tables = [c.table for c in configs.values()]
+    names = ordered_names(dict.fromkeys(f.names for _, facts in per_config.values() for f in facts))
+    overall = with_reasons(table_summaries(tables, names), unknown_counts(tables), len(pairs))
+    return MetricsRun(configs, overall)
+
+
+def score_pairs(dataset: Dataset, settings: MetricSettings, pairs: Sequence[tuple[str, str]],
+                ) -> tuple[pa.RecordBatch, list[CaseFacts]]:
+    """One record batch of the (config, case) ``pairs``' metrics, and each row's facts."""
+    found: list[Pair] = []
+    for config_id, case_id in pairs:
+        variants = dataset.traces[config_id][case_id]
+        found.append((dataset.cases[case_id], variants[0], [t for i, t in sorted(variants.items()) if i != 0]))
+    return metric_batch(found, dataset.corpus, settings)
+
+
+# What a pool's worker scores against: set once per worker by ``_share``.
+_SHARED: tuple[Dataset, MetricSettings] | None = None
+
+
+def _share(dataset: Dataset, settings: MetricSettings) -> None:
+    global _SHARED  # one dataset per worker process, for all its batches
+    _SHARED = dataset, settings
+
+
+def _score_shared(pairs: Sequence[tuple[str, str]]) -> tuple[pa.RecordBatch, list[CaseFacts]]:
+    assert _SHARED is not None, "a pool worker scores only after its initializer ran"
+    return score_pairs(*_SHARED, pairs)

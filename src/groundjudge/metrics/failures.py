@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from groundjudge.metrics.row import MetricRow
-
 # metric, predicate on its value, the words a report uses; order = how serious
 CHECKS: tuple[tuple[str, str, str], ...] = (
     ("acl_leak", "eq1", "ACL leak: a chunk outside the user's tenant/roles was used"),
@@ -22,16 +20,7 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 
 
 def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
-    """The names of the failed checks, most serious first; checks with no value are skipped.
-    A ``MetricRow`` keeps them once found (selection and every report ask for each row's)."""
-    if isinstance(values, MetricRow):
-        if values.failed_checks is None:
-            values.failed_checks = tuple(_failed_checks(values))
-        return list(values.failed_checks)
-    return _failed_checks(values)
-
-
-def _failed_checks(values: Mapping[str, float | None]) -> list[str]:
+    """The names of the failed checks, most serious first; checks with no value are skipped."""
     failed = []
     for metric, test, _ in CHECKS:
         value = values.get(metric)

@@ -22,7 +22,7 @@ from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
-from groundjudge.metrics.row import MetricRow
+from groundjudge.metrics.table import MetricValues
 from groundjudge.provenance import provenance
 from groundjudge.report.versions import SCHEMA_VERSION
 from groundjudge.report.views import ModelView
@@ -219,9 +219,9 @@ _JSON_FLOAT = {float, type(None)}
 
 def _floats(values: Mapping[str, float | None]) -> Mapping[str, float | None]:
     """The values as the document's ``float | None`` type holds them (an int or bool becomes a
-    float, as validation would make it); the same mapping when they are already (a MetricRow
-    always is)."""
-    if isinstance(values, MetricRow) or set(map(type, values.values())) <= _JSON_FLOAT:
+    float, as validation would make it); the same mapping when they are already (a
+    ``MetricValues`` always is)."""
+    if isinstance(values, MetricValues) or set(map(type, values.values())) <= _JSON_FLOAT:
         return values
     return {k: None if v is None else float(v) for k, v in values.items()}
 

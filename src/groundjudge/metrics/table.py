@@ -1,0 +1,188 @@
+"""Per-case metric values as Arrow columns: a batch of (case, trace) pairs in, a record batch out.
+
+A record batch holds one row per (config, case): ``config_id``, ``case_id``, ``not_recorded``
+(metric -> why its input was not recorded) and one float64 column per metric, in the order the
+metrics first appear. A metric that does not apply is null; a NaN a metric computed stays NaN
+(Arrow keeps the two apart). The exact metric functions (``metrics.case.compute_case``) are
+unchanged: this module only lays their values out as columns, batch by batch.
+
+Code that reads one case at a time (selection, gates, the report's per-case section) gets a
+:class:`MetricValues`, a read-only mapping over that case's row of its config's table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from groundjudge.contracts import Behavior, GoldenCase, Trace
+from groundjudge.load.dataset import Corpus
+from groundjudge.metrics.acl import AclLeak
+from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
+
+KEYS = ("config_id", "case_id")
+NOT_RECORDED = "not_recorded"
+NOT_RECORDED_TYPE = pa.map_(pa.string(), pa.string())
+_KEY_FIELDS = (pa.field("config_id", pa.string(), nullable=False), pa.field("case_id", pa.string(), nullable=False),
+               pa.field(NOT_RECORDED, NOT_RECORDED_TYPE))
+
+
+def metric_schema(names: Iterable[str]) -> pa.Schema:
+    """The schema of a batch whose metrics are ``names``: the keys, then a float64 column each."""
+    return pa.schema([*_KEY_FIELDS, *(pa.field(name, pa.float64()) for name in names)])
+
+
+def metric_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
+    """The metric columns of a batch or table (every column but the keys and ``not_recorded``)."""
+    return [name for name in table.schema.names if name not in KEYS and name != NOT_RECORDED]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseFacts:
+    """What one case's row does not hold as a number: read by reports and gates case by case."""
+
+    names: tuple[str, ...]  # the metrics computed for this case, in order (absent ones are not null)
+    behavior: Behavior | None
+    acl_leaks: list[AclLeak]
+    content_types: list[str]
+    unknown: dict[str, str] | None  # metric -> why its input was not recorded (None: nothing)
+
+
+Pair = tuple[GoldenCase, Trace, Sequence[Trace]]  # a case, its trace, the traces of its paraphrases
+
+
+def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings,
+                 ) -> tuple[pa.RecordBatch, list[CaseFacts]]:
+    """The metric values of ``pairs`` as one record batch (a row per pair, in order), with each
+    row's facts beside it."""
+    return as_batch([compute_case(case, trace, corpus, settings, paraphrases) for case, trace, paraphrases in pairs])
+
+
+def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFacts]]:
+    """Rows made by ``compute_case`` (values as dicts) as one record batch, with their facts."""
+    names: dict[str, None] = {}
+    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}  # rows with the same metrics share one tuple
+    facts = []
+    for row in rows:
+        layout = tuple(row.values)
+        layout = layouts.setdefault(layout, layout)
+        names.update(dict.fromkeys(layout))
+        facts.append(CaseFacts(layout, row.behavior, row.acl_leaks, row.content_types, dict(row.unknown) or None))
+    schema = metric_schema(names)
+    columns: list[Any] = [[r.config_id for r in rows], [r.case_id for r in rows],
+                          [list(r.unknown.items()) if r.unknown else None for r in rows]]
+    columns += [[r.values.get(name) for r in rows] for name in names]
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
+                                      schema=schema), facts
+
+
+def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
+    """Record batches or tables as one table: a column some part lacks is null in its rows."""
+    if not parts:
+        return metric_schema(()).empty_table()
+    tables = [p if isinstance(p, pa.Table) else pa.Table.from_batches([p]) for p in parts]
+    return pa.concat_tables(tables, promote_options="default")  # no copy: a chunk per part
+
+
+def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
+    """Each row's values, read from ``table``: the rows of ``facts``, in order."""
+    reader = RowReader(table)
+    out = []
+    for chunk, size in enumerate(reader.sizes):
+        start = len(out)
+        out += [MetricValues(reader, chunk, i, f.names) for i, f in enumerate(facts[start:start + size])]
+    return out
+
+
+class RowReader:
+    """A table's metric columns read in place, so that a case's values come back as Python
+    floats one at a time without copying the table into per-case dicts: per column and chunk
+    (every column of a table made by ``concat`` has the same chunks), a float view of Arrow's
+    value buffer and, where the chunk has nulls, a validity mask."""
+
+    __slots__ = ("columns", "sizes")
+
+    def __init__(self, table: pa.Table) -> None:
+        self.columns: dict[str, list[tuple[Sequence[float], Sequence[bool] | None]]] = {}
+        self.sizes: list[int] = []
+        for name in metric_columns(table):
+            chunks = table.column(name).chunks
+            self.columns[name] = [_readable(chunk) for chunk in chunks]
+            self.sizes = [len(chunk) for chunk in chunks]
+        if not self.columns:
+            self.sizes = [table.num_rows]
+
+
+def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
+    data = chunk.buffers()[1]
+    values: Sequence[float] = (memoryview(data).cast("d")[chunk.offset:chunk.offset + len(chunk)]
+                               if data is not None else [math.nan] * len(chunk))
+    valid = memoryview(chunk.is_valid().to_numpy(zero_copy_only=False)) if chunk.null_count else None
+    return values, valid
+
+
+class MetricValues(Mapping[str, "float | None"]):
+    """One case's metric values: name -> float, or None where the metric does not apply.
+
+    A read-only view of the case's row in its config's table; equal to a dict with the same items.
+    """
+
+    __slots__ = ("_chunk", "_names", "_reader", "_row")
+
+    def __init__(self, reader: RowReader, chunk: int, row: int, names: tuple[str, ...]) -> None:
+        self._reader, self._chunk, self._row, self._names = reader, chunk, row, names
+
+    def __getitem__(self, name: str) -> float | None:
+        if name not in self._names:
+            raise KeyError(name)
+        values, valid = self._reader.columns[name][self._chunk]
+        return values[self._row] if valid is None or valid[self._row] else None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        column = self._reader.columns.get(name)
+        if column is None:
+            return default
+        values, valid = column[self._chunk]
+        if valid is None or valid[self._row]:
+            return values[self._row]
+        # null: a metric that does not apply here, or one this case's row does not have
+        return None if name in self._names else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def to_dict(self) -> dict[str, float | None]:
+        row, chunk, columns = self._row, self._chunk, self._reader.columns
+        out: dict[str, float | None] = {}
+        for name in self._names:
+            values, valid = columns[name][chunk]
+            out[name] = values[row] if valid is None or valid[row] else None
+        return out
+
+    json_value = to_dict  # as report.json and metrics.json write it (``files``)
+
+    def items(self) -> Any:
+        return self.to_dict().items()
+
+    def values(self) -> Any:
+        return self.to_dict().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self.to_dict() == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping, compared by its items
+
+    def __repr__(self) -> str:
+        return f"MetricValues({self.to_dict()!r})"
