@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import Field, ValidationError
 
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     config_ids_for,
@@ -14,7 +15,6 @@ from groundjudge.load.adapters.foreign import (
     null_as_default,
     read_unique,
 )
-from groundjudge.errors import InputError, InputProblem
 
 
 class Line(ForeignRecord):

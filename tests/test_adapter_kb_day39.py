@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from groundjudge.contracts import GoldenCase, Trace
-from groundjudge.load.adapters import day39, kb_eval
 from groundjudge.errors import InputError
+from groundjudge.load.adapters import day39, kb_eval
 from tests.conftest import ROOT
 
 KB = ROOT / "examples" / "kb-eval"
@@ -185,8 +185,8 @@ def test_kb_eval_duplicate_golden_id_and_spans_of_an_unexpected_chunk(tmp_path):
         kb_eval.read_golden(path)
     assert error_text(exc).splitlines() == [
         f"{path}:2: id: duplicate query id 'q' (first on line 1)",
-        f"{path}:3: expected_chunk_spans[0].chunk_id: 'c9' is not one of expected_chunk_ids; "
-        "list it there or remove its spans",
+        (f"{path}:3: expected_chunk_spans[0].chunk_id: 'c9' is not one of expected_chunk_ids; "
+        "list it there or remove its spans"),
     ]
 
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from groundjudge.contracts import GoldenCase, Trace
-from groundjudge.load.adapters import wfgy, wfgy_chunking
 from groundjudge.errors import InputError
+from groundjudge.load.adapters import wfgy, wfgy_chunking
 from tests.conftest import ROOT
 
 QA = ROOT / "examples" / "wfgy"

@@ -123,19 +123,19 @@ def test_a_bad_field_in_a_pretty_printed_record_names_its_own_line(tmp_path):
     gold.write_text("[\n" + PAGE_GOLD_ROW.replace('"relevant": [', '"relevant": "S.4.2.p.Bk011a", "x": [') + ",\n"
                     + SECOND_ROW.replace('"paraphrases": [', '"paraphrases": [],\n"y": [') + "\n]\n", encoding="utf-8")
     assert problems(gold, read_gold) == [f"{gold}:9: relevant: Input should be a valid list",
-                                         f"{gold}:15: paraphrases: List should have at least 1 item after "
-                                         f"validation, not 0"]
+                                         (f"{gold}:15: paraphrases: List should have at least 1 item after "
+                                         f"validation, not 0")]
     logs = tmp_path / "logs.jsonl"
     logs.write_text(PAGE_TRACE.replace('"type": "prose"}\n]', '"type": "poem"}\n]') + "\n"
                     + SECOND_TRACE.replace("[0.22]", "[0.22, 0.5]").replace("0.91", "NaN") + "\n", encoding="utf-8")
     assert problems(logs, read_traces) == [
         f"{logs}:6: topk[1].type: Input should be 'prose', 'code', 'table' or 'figure'",
-        f"{logs}:18: topk[0].score: not a finite number (NaN, Infinity, or beyond the range of a double): "
-        "write a number, or null for no value",
+        (f"{logs}:18: topk[0].score: not a finite number (NaN, Infinity, or beyond the range of a double): "
+        "write a number, or null for no value"),
     ]
     logs.write_text(SECOND_TRACE.replace("[0.22]", "[0.22, 0.5]"), encoding="utf-8")
-    assert problems(logs, read_traces) == [f"{logs}:7: ΔS: Value error, has 2 values for 1 topk items; give one "
-                                           "distance per topk item, in the same order"]
+    assert problems(logs, read_traces) == [(f"{logs}:7: ΔS: Value error, has 2 values for 1 topk items; give one "
+                                           "distance per topk item, in the same order")]
 
 
 def test_a_repeated_qid_names_the_line_of_its_record(tmp_path):

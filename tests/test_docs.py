@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Paths the docs name that live in the repository start with one of these.
 REPO_DIRS = (".ci", "benchmarks", "calibration", "docs", "examples", "rubrics", "scripts", "src", "tests")
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 SHELL = ("", "bash", "sh", "shell", "console")
 INLINE = re.compile(r"(?<!`)`([^`]+)`(?!`)")
 
@@ -103,13 +103,13 @@ def _check_call(words: list[str]) -> list[str]:
                 param = params.get(name)
                 if param is None:
                     problems.append(f"{' '.join(words[:i])}: no option {name}")
-                elif isinstance(param, click.Option) and not (param.is_flag or param.count):
-                    if "=" not in word and j + 1 < len(words):
-                        j += 1
-                        value = words[j]
-                        if isinstance(param.type, click.Choice) and not _placeholder(value):
-                            problems += [f"{' '.join(words[:i])} {name}: {v!r} is not a choice"
-                                         for v in value.split("|") if v not in param.type.choices]
+                elif (isinstance(param, click.Option) and not (param.is_flag or param.count)
+                      and "=" not in word and j + 1 < len(words)):
+                    j += 1
+                    value = words[j]
+                    if isinstance(param.type, click.Choice) and not _placeholder(value):
+                        problems += [f"{' '.join(words[:i])} {name}: {v!r} is not a choice"
+                                     for v in value.split("|") if v not in param.type.choices]
             elif arguments and not _placeholder(word):
                 argument = arguments.pop(0)
                 if isinstance(argument.type, click.Choice):
@@ -299,7 +299,7 @@ def test_every_python_name_the_docs_name_exists() -> None:
 def _anchors(page: Path) -> set[str]:
     from markdown.extensions.toc import slugify
 
-    headings = re.findall(r"^#+\s+(.*)$", FENCE.sub("", page.read_text(encoding="utf-8")), re.M)
+    headings = re.findall(r"^#+\s+(.*)$", FENCE.sub("", page.read_text(encoding="utf-8")), re.MULTILINE)
     return {slugify(re.sub(r"[`*]", "", h), "-") for h in headings}
 
 

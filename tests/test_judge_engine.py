@@ -16,8 +16,8 @@ import pytest
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings, JudgeClient
 from groundjudge.judge.engine import Budget, JudgeEngine, Pricing
-from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.rubric import Rubric, load_rubric
 from tests.support.judge_replies import RecordedSleep, make_item, verdict_dict, verdict_for_request
 from tests.support.openai_server import Disconnect, Hang, HTTPError, Reply, ScriptedOpenAIServer, Truncated
@@ -29,7 +29,7 @@ RUBRIC = load_rubric(ROOT / "rubrics", "grounded_answer")
 def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, concurrency: int = 1,
                budget: Budget | None = None, pricing: Pricing | None = None, rubric: Rubric = RUBRIC,
                **settings: Any) -> tuple[list[CaseJudgement], JudgeEngine, RecordedSleep]:
-    options: dict[str, Any] = dict(base_url=srv.base_url, model=srv.model, timeout_s=60.0, max_attempts=3)
+    options: dict[str, Any] = {"base_url": srv.base_url, "model": srv.model, "timeout_s": 60.0, "max_attempts": 3}
     options.update(settings)
     sleep = RecordedSleep()
     client = JudgeClient(ClientSettings(**options), sleep=sleep)
@@ -87,7 +87,7 @@ def test_429_with_retry_after_is_retried_and_honoured(tmp_path: Path) -> None:
         return action if action is not None else verdict_for_request(body)
 
     with ScriptedOpenAIServer(act) as srv:
-        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path)
+        outcomes, _engine, sleep = run_engine(srv, ITEMS[:2], tmp_path)
         assert srv.call_count == 4
     check_accounting(outcomes, ITEMS[:2])
     assert statuses(outcomes) == ["judged", "judged"]
@@ -97,7 +97,7 @@ def test_429_with_retry_after_is_retried_and_honoured(tmp_path: Path) -> None:
 
 def test_500_then_success(tmp_path: Path) -> None:
     with ScriptedOpenAIServer([HTTPError(500)], default=verdict_for_request) as srv:
-        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path, backoff_initial_s=0)
+        outcomes, engine, _sleep = run_engine(srv, ITEMS[:2], tmp_path, backoff_initial_s=0)
         assert srv.call_count == 3
     check_accounting(outcomes, ITEMS[:2])
     assert statuses(outcomes) == ["judged", "judged"]
@@ -106,7 +106,7 @@ def test_500_then_success(tmp_path: Path) -> None:
 
 def test_persistent_500_is_a_judge_error_after_max_attempts(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(default=HTTPError(500)) as srv:
-        outcomes, engine, sleep = run_engine(srv, ITEMS[:2], tmp_path, max_attempts=3, backoff_initial_s=0)
+        outcomes, engine, _sleep = run_engine(srv, ITEMS[:2], tmp_path, max_attempts=3, backoff_initial_s=0)
         assert srv.call_count == 2 * 3
     check_accounting(outcomes, ITEMS[:2])
     assert statuses(outcomes) == ["judge_error", "judge_error"]
@@ -121,7 +121,7 @@ def test_persistent_500_is_a_judge_error_after_max_attempts(tmp_path: Path) -> N
 
 def test_timeout_is_a_judge_error(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(default=Hang(10)) as srv:
-        outcomes, engine, _ = run_engine(srv, ITEMS[:2], tmp_path, concurrency=2, timeout_s=0.25,
+        outcomes, _engine, _ = run_engine(srv, ITEMS[:2], tmp_path, concurrency=2, timeout_s=0.25,
                                          max_attempts=2, backoff_initial_s=0)
         assert srv.call_count == 4
     check_accounting(outcomes, ITEMS[:2])
@@ -210,7 +210,7 @@ def test_json_schema_rejected_falls_back_once(tmp_path: Path) -> None:
 def test_json_schema_rejected_under_concurrency(tmp_path: Path) -> None:
     items = [make_item(n) for n in range(12)]
     with ScriptedOpenAIServer(verdict_for_request, reject_json_schema=True) as srv:
-        outcomes, engine, _ = run_engine(srv, items, tmp_path, concurrency=4)
+        outcomes, _engine, _ = run_engine(srv, items, tmp_path, concurrency=4)
         kinds = [r.body["response_format"]["type"] for r in srv.requests]
     check_accounting(outcomes, items)
     assert statuses(outcomes) == ["judged"] * 12

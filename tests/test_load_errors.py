@@ -90,8 +90,8 @@ def test_line_separators_inside_json_strings_do_not_split_a_record(tmp_path):
     golden = tmp_path / "g.jsonl"
     golden.write_text('{"id": "a", "question": "first\u2028second\u0085third\u2029end"}\r\n'
                       '{"id": "b", "question": "q"}\r\n', encoding="utf-8", newline="")
-    from groundjudge.load.records import read_records
     from groundjudge.contracts import GoldenCase
+    from groundjudge.load.records import read_records
 
     records = read_records(golden, GoldenCase)
     assert [(line, case.id) for line, case in records] == [(1, "a"), (2, "b")]
@@ -286,8 +286,8 @@ TRIAGE_ROWS = [
      "a row of kind invalid_citation needs cited"),
     ('{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": 3, "cited": [], "supported_by": []}',
      "triage.jsonl:1: claim: Input should be a valid string"),
-    ('{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": "c", "cited": [], "supported_by": [],'
-     ' "support_probability": Infinity}', "triage.jsonl:1: Infinity: not a finite number"),
+    (('{"kind": "unsupported_claim", "config_id": "a", "case_id": "b", "claim": "c", "cited": [], "supported_by": [],'
+     ' "support_probability": Infinity}'), "triage.jsonl:1: Infinity: not a finite number"),
 ]
 
 
@@ -339,8 +339,8 @@ def test_a_config_file_that_cannot_be_used_is_one_clear_problem(tmp_path, text, 
 
 
 @pytest.mark.parametrize(("verdict", "fragment"), [
-    ('{"query_id": "q001", "faithful": "yes"}', 'verdicts.jsonl:1: faithful: "yes" is not a label of faithful: one of '
-                                                '[true, false], or null for none'),
+    ('{"query_id": "q001", "faithful": "yes"}', ('verdicts.jsonl:1: faithful: "yes" is not a label of faithful: one of '
+                                                '[true, false], or null for none')),
     ('{"query_id": "q001", "correct": 7}', "verdicts.jsonl:1: correct: 7 is not a label of correct: one of [0, 1, 2, 3]"),
     ('{"query_id": "q001", "correct": true}', "verdicts.jsonl:1: correct: true is not a label of correct"),
     ('{"query_id": "q001", "correct": [1]}', "verdicts.jsonl:1: correct: [1] is not a label of correct"),

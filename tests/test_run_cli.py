@@ -247,12 +247,13 @@ def test_the_program_leaves_at_once_with_everything_written(tmp_path: Path) -> N
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------
 
-def _sigint_as_at_a_terminal() -> None:
-    """In the child before it starts: SIGINT back to its default. A shell without job control
-    starts background commands with SIGINT ignored, the ignore is inherited, and a Python that
-    starts with it ignored leaves it so: the suite run in the background (a CI runner's shell)
-    would otherwise send these tests' Ctrl-C to a process that cannot receive it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# Starts a Python program with SIGINT at its default, then becomes that program (exec keeps a
+# default disposition). A shell without job control starts background commands with SIGINT
+# ignored, the ignore is inherited, and a Python that starts with it ignored leaves it so: the
+# suite run in the background (a CI runner's shell) would otherwise send these tests' Ctrl-C to
+# a process that cannot receive it. (Not preexec_fn: the scripted server's threads are running.)
+SIGINT_AS_AT_A_TERMINAL = [sys.executable, "-c", ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                                                  "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")]
 
 
 def test_ctrl_c_ends_a_run_with_130_and_the_next_run_resumes(tmp_path: Path) -> None:
@@ -263,8 +264,8 @@ def test_ctrl_c_ends_a_run_with_130_and_the_next_run_resumes(tmp_path: Path) -> 
     with ScriptedOpenAIServer(verdict_for_request, delay_s=0.5) as srv:
         command = groundjudge_run(srv.base_url, srv.model, tmp_path, "--concurrency", "1", "--max-cases", str(cases),
                                   "--no-history")
-        proc = subprocess.Popen(command, cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, preexec_fn=_sigint_as_at_a_terminal)
+        proc = subprocess.Popen([*SIGINT_AS_AT_A_TERMINAL, *command[1:]], cwd=ROOT, env=cli_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: srv.call_count > answered_before or proc.poll() is not None)
             proc.send_signal(signal.SIGINT)
@@ -342,8 +343,8 @@ def test_ctrl_c_stops_the_embedded_judge_before_exiting_130(tmp_path: Path) -> N
     command = [sys.executable, str(driver), str(marker), str(fake), str(asked), "run", "--config", str(EXAMPLE),
                "--rubric", "grounded_answer", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
                "--max-cases", "2", "--no-history", "--quiet"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_sigint_as_at_a_terminal)
+    proc = subprocess.Popen([*SIGINT_AS_AT_A_TERMINAL, *command[1:]], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: asked.exists() or proc.poll() is not None)
         proc.send_signal(signal.SIGINT)

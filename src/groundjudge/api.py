@@ -384,8 +384,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
                        history: str | Path | None, log: IO[str]) -> dict[str, Any]:
     from groundjudge.files import together, write_json_atomic, write_text_atomic
-    from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
+    from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.document import as_json_dict
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html

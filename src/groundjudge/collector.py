@@ -54,7 +54,7 @@ def collector_paused() -> Iterator[None]:
 def _malloc_trim() -> Callable[[int], int] | None:
     name = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None  # type: ignore[no-any-return]
+        return ctypes.CDLL(name).malloc_trim if name else None
     except (OSError, AttributeError):  # not glibc: no such call, nothing to do
         return None
 

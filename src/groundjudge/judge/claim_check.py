@@ -31,11 +31,11 @@ import orjson
 from groundjudge.judge.cache import canonical_json, canonical_strings
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
 from groundjudge.judge.grounding import TermIndex
+from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.render import neutralize
 from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict, NuggetResult
 from groundjudge.judge.rubric import ClaimQuestions, Rubric
 from groundjudge.judge.verdict import VerdictError
-from groundjudge.judge.item import JudgeItem
 
 Kind = Literal["claim", "contradiction", "cited", "nugget", "relevance"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.item import JudgeItem
+from groundjudge.judge.rubric import Rubric
 
 __all__ = ["JudgeItem", "neutralize", "render_messages"]
 

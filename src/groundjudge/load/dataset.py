@@ -165,10 +165,10 @@ def compact_trace(trace: Trace, chunks: dict[str, CorpusChunk]) -> None:
             if item.doc_id == known.doc_id:
                 put(item, "doc_id", known.doc_id)
     for items in (trace.context_chunks, trace.citations):
-        for item in items:
-            known = chunks.get(item.chunk_id)
+        for cited in items:
+            known = chunks.get(cited.chunk_id)
             if known is not None:
-                put(item, "chunk_id", known.chunk_id)
+                put(cited, "chunk_id", known.chunk_id)
     columns = RetrievedColumns.of(trace.retrieved_chunks)
     if columns is not None:
         put(trace, "retrieved_chunks", columns)

@@ -70,7 +70,7 @@ class _Columns(Sequence[I], Generic[I]):
 def _bare(cls: type, **values: Any) -> Any:
     """An item of ``cls`` (a frozen slotted dataclass) with these fields and None elsewhere,
     without validation: its values come from an item that was validated."""
-    item = object.__new__(cls)
+    item: Any = object.__new__(cls)
     put = object.__setattr__
     for name in _FIELDS[cls]:
         put(item, name, values.get(name))
@@ -89,8 +89,8 @@ class RetrievedColumns(_Columns[RetrievedChunk]):
 
     __slots__ = ("docs", "ids", "ranks", "scores", "stages", "types")
 
-    def __init__(self, ids: tuple[str, ...], docs: tuple[str | None, ...] | None, scores: array | None,
-                 ranks: array | range | None, stages: tuple[str | None, ...] | None = None,
+    def __init__(self, ids: tuple[str, ...], docs: tuple[str | None, ...] | None, scores: array[float] | None,
+                 ranks: array[int] | range | None, stages: tuple[str | None, ...] | None = None,
                  types: tuple[str | None, ...] | None = None) -> None:
         self.ids, self.docs, self.scores, self.ranks, self.stages, self.types = ids, docs, scores, ranks, stages, types
 
@@ -115,9 +115,11 @@ class RetrievedColumns(_Columns[RetrievedChunk]):
 
     def _item(self, i: int) -> RetrievedChunk:
         docs, scores, ranks, stages, types = self.docs, self.scores, self.ranks, self.stages, self.types
-        return _bare(RetrievedChunk, chunk_id=self.ids[i], doc_id=docs[i] if docs is not None else None,
-                     score=scores[i] if scores is not None else None, rank=ranks[i] if ranks is not None else None,
-                     stage=stages[i] if stages is not None else None, type=types[i] if types is not None else None)
+        chunk: RetrievedChunk = _bare(
+            RetrievedChunk, chunk_id=self.ids[i], doc_id=docs[i] if docs is not None else None,
+            score=scores[i] if scores is not None else None, rank=ranks[i] if ranks is not None else None,
+            stage=stages[i] if stages is not None else None, type=types[i] if types is not None else None)
+        return chunk
 
     def __reduce__(self) -> tuple[Any, ...]:
         return RetrievedColumns, (self.ids, self.docs, self.scores, self.ranks, self.stages, self.types)
@@ -130,7 +132,7 @@ def _column(values: tuple[str | None, ...]) -> tuple[str | None, ...] | None:
 _IN_ORDER: dict[int, tuple[tuple[int, ...], range]] = {}  # n -> the ranks 1 to n, as a tuple and as a range
 
 
-def _ranks(ranks: tuple[int, ...]) -> array | range:
+def _ranks(ranks: tuple[int, ...]) -> array[int] | range:
     """The ranks 1 to n as one shared range, else an array."""
     n = len(ranks)
     known = _IN_ORDER.get(n)

@@ -53,8 +53,9 @@ def ranking_of(trace: Trace) -> list[str]:
     """
     chunks = trace.retrieved_chunks
     ids = chunk_ids(chunks)
-    scores = chunk_scores(chunks)
-    if chunks and None not in scores:
+    given = chunk_scores(chunks)
+    scores = [x for x in given if x is not None]
+    if chunks and len(scores) == len(given):
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
         # goes the general way.
@@ -62,7 +63,7 @@ def ranking_of(trace: Trace) -> list[str]:
             return list(ids)
         best: dict[str, float] = {}
         for cid, score in zip(ids, scores, strict=True):
-            best[cid] = max(best.get(cid, float("-inf")), score)  # type: ignore[type-var]
+            best[cid] = max(best.get(cid, float("-inf")), score)
         return trec_order(list(best.items()))
     return list(dict.fromkeys(ids))
 

@@ -168,7 +168,7 @@ def retrieval_metrics(
     True
     """
     if isinstance(ranking, str):
-        raise ValueError("ranking must be a sequence of document ids, not a single string")
+        raise ValueError("ranking must be a sequence of document ids, not a single string")  # noqa: TRY004 - the documented error of every bad argument here
     ks = _check_ks(ks)
     _check_level(relevance_level)
     if precision_without_relevant is not None and not 0.0 <= precision_without_relevant <= 1.0:
@@ -448,7 +448,7 @@ def _check_level(level: int) -> None:
 def _check_grades(relevance: Mapping[str, int]) -> None:
     for doc, grade in relevance.items():
         if not isinstance(grade, Integral) or isinstance(grade, bool):
-            raise ValueError(f"document {doc!r} has grade {grade!r}; grades must be integers")
+            raise ValueError(f"document {doc!r} has grade {grade!r}; grades must be integers")  # noqa: TRY004 - ValueError, as for every bad argument here
 
 
 def _first_duplicate(ids: Sequence[str]) -> str:

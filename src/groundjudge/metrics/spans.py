@@ -29,22 +29,21 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
     if not gold:
         return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
     by_id = {c.chunk_id: c for c in trace.retrieved_chunks}
-    retrieved = []
+    retrieved: list[tuple[str, tuple[int, int]]] = []
     for cid in ranking:
         r = by_id[cid]
         known = chunks.get(cid)
         doc = r.doc_id or (known.doc_id if known else None)
         offsets = r.offsets or (known.offsets if known else None)
-        retrieved.append((doc, offsets))
-    if any(doc is None or off is None for doc, off in retrieved):
-        return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
+        if doc is None or offsets is None:
+            return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
+        retrieved.append((doc, (offsets.start, offsets.end)))
+    spans = [(g.doc_id, (g.offsets.start, g.offsets.end)) for g in gold if g.offsets is not None]
     out: dict[str, float | None] = {}
     for k in ks:
-        matched = sum(
-            1 for g in gold
-            if any(doc == g.doc_id and span_overlap((off.start, off.end), (g.offsets.start, g.offsets.end))
-                   >= SPAN_OVERLAP for doc, off in retrieved[:k])
-        )
+        top = retrieved[:k]
+        matched = sum(1 for gold_doc, gold_span in spans
+                      if any(doc == gold_doc and span_overlap(span, gold_span) >= SPAN_OVERLAP for doc, span in top))
         out[at_k("hit_span", k)] = float(matched > 0)
         out[at_k("recall_span", k)] = matched / len(gold)
     return out

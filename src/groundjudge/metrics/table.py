@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -91,7 +91,7 @@ def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
 def views(table: pa.Table, facts: Sequence[CaseFacts]) -> list[MetricValues]:
     """Each row's values, read from ``table``: the rows of ``facts``, in order."""
     reader = RowReader(table)
-    out = []
+    out: list[MetricValues] = []
     for chunk, size in enumerate(reader.sizes):
         start = len(out)
         out += [MetricValues(reader, chunk, i, f.names) for i, f in enumerate(facts[start:start + size])]
@@ -121,7 +121,9 @@ def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
     data = chunk.buffers()[1]
     values: Sequence[float] = (memoryview(data).cast("d")[chunk.offset:chunk.offset + len(chunk)]
                                if data is not None else [math.nan] * len(chunk))
-    valid = memoryview(chunk.is_valid().to_numpy(zero_copy_only=False)) if chunk.null_count else None
+    # a view of numpy's bool array: format "?", so each item reads as a bool
+    valid = (cast("Sequence[bool]", memoryview(chunk.is_valid().to_numpy(zero_copy_only=False)))
+             if chunk.null_count else None)
     return values, valid
 
 

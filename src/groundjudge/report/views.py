@@ -52,9 +52,9 @@ def _readers(model: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
             if _plain(info.annotation):
                 found[info.alias or name] = get
             elif _models_list(info.annotation):  # claims, nuggets: a view of each
-                found[info.alias or name] = lambda m, get=get: [ModelView(x) for x in get(m)]
+                found[info.alias or name] = _views_of(get)
             else:
-                found[info.alias or name] = lambda m, get=get: _json(get(m))
+                found[info.alias or name] = _json_of(get)
         _READERS[model] = found
     return found
 
@@ -114,3 +114,11 @@ class ModelView(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"ModelView({self._model!r})"
+
+
+def _views_of(get: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda m: [ModelView(x) for x in get(m)]
+
+
+def _json_of(get: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda m: _json(get(m))

@@ -54,6 +54,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 
 from groundjudge.contracts import Behavior, CorpusChunk, GoldenCase, NonEmptyStr
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     NativeData,
@@ -64,7 +65,6 @@ from groundjudge.load.adapters.foreign import (
     read_unique,
 )
 from groundjudge.load.adapters.registry import InputFormat
-from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.dataset import Corpus
 from groundjudge.load.records import convert_records, read_records, validation_problems
 

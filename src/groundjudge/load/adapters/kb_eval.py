@@ -43,6 +43,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, model_serializer, model_validator
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr, Offsets, Trace
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     NativeData,
@@ -51,10 +52,9 @@ from groundjudge.load.adapters.foreign import (
     native_trace,
     read_unique,
 )
-from groundjudge.load.adapters.kb_eval_store import DatabaseRun, is_database, read_runs as read_database_runs
-from groundjudge.load.adapters.kb_eval_store import row_record, split_run
+from groundjudge.load.adapters.kb_eval_store import DatabaseRun, is_database, row_record, split_run
+from groundjudge.load.adapters.kb_eval_store import read_runs as read_database_runs
 from groundjudge.load.adapters.registry import InputFormat
-from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
 
 __all__ = [

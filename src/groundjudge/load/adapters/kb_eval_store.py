@@ -38,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 from groundjudge.errors import InputError, InputProblem, StorageError
 from groundjudge.files import file_and_part
 from groundjudge.load.records import validation_problems
-from groundjudge.strict_json import JSONProblem, non_finite_fields, NON_FINITE
+from groundjudge.strict_json import NON_FINITE, JSONProblem, non_finite_fields
 from groundjudge.strict_json import loads as strict_loads
 
 __all__ = [

@@ -15,9 +15,9 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from groundjudge.errors import InputError
 from groundjudge.load.adapters.foreign import NativeData
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
-from groundjudge.errors import InputError
 from groundjudge.load.json_stream import first_object
 from groundjudge.load.records import read_text
 

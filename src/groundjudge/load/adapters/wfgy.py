@@ -45,6 +45,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, StrictBool
 
 from groundjudge.contracts import GoldenCase, NonEmptyStr
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     NativeData,
@@ -56,7 +57,6 @@ from groundjudge.load.adapters.foreign import (
     read_unique,
 )
 from groundjudge.load.adapters.registry import InputFormat
-from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, read_records
 
 __all__ = [

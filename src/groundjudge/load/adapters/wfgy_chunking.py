@@ -51,6 +51,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 
 from groundjudge.contracts import ContentType, GoldenCase, NonEmptyStr, Offsets
+from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import (
     ForeignRecord,
     NativeData,
@@ -61,7 +62,6 @@ from groundjudge.load.adapters.foreign import (
     null_as_default,
 )
 from groundjudge.load.adapters.registry import InputFormat
-from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import convert_records, index_unique, read_records
 
 __all__ = [
