@@ -17,7 +17,7 @@ import hashlib
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,12 +125,22 @@ def load_inputs(config: Config) -> Dataset:
     from groundjudge.load.adapters import load_any
 
     inputs = config.inputs
-    if not inputs.golden or not inputs.traces:
+    if not inputs.traces or (not inputs.golden and _needs_golden(inputs.format, inputs.traces)):
         raise InputError.one(_where(config), None, "golden/traces",
                              "give --golden and at least one --traces (or --qrels and --run)")
     with collector_paused():  # records hold no cycles; the collector walking them took most of the load time
-        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
+        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format,
+                              {"config_attribute": inputs.config_attribute, "case_attribute": inputs.case_attribute})
     return dataset
+
+
+def _needs_golden(fmt: str, traces: Sequence[Path]) -> bool:
+    """Whether traces in ``fmt`` (detected from ``traces`` when ``auto``) need a golden set: an
+    OpenTelemetry export is graded on its own."""
+    from groundjudge.load.adapters import AUTO, NATIVE, detect_format, get_format
+
+    name = detect_format(None, traces) if fmt == AUTO else fmt
+    return name == NATIVE or get_format(name).needs_golden
 
 
 def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:

@@ -225,6 +225,10 @@ def input_options(func: Any) -> Any:
         click.option("--traces", multiple=True, type=click.Path(path_type=Path), help="Traces JSONL (repeatable)."),
         click.option("--corpus", type=click.Path(path_type=Path), help="Corpus JSONL (chunk text, docs, ACL)."),
         click.option("--format", "fmt", type=RegistryChoice(format_choices), help="Input format (default: detected)."),
+        click.option("--config-attribute", help="otel traces: the resource attribute naming the config "
+                                                "(default service.version)."),
+        click.option("--case-attribute", help="otel traces with --golden: the span attribute naming the case "
+                                              "(default groundjudge.case_id)."),
         click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Cutoffs (repeatable; default 1 3 5 10)."),
         click.option("--out", type=click.Path(path_type=Path), help="Output folder (default runs/<timestamp>)."),
         click.option("--quiet", is_flag=True, help="Print nothing but errors."),
@@ -242,7 +246,7 @@ def input_options(func: Any) -> Any:
 @click.option("--live", multiple=True, type=click.Path(path_type=Path),
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-            fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
+            fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
             run_file: Path | None, profile: str | None, live: tuple[Path, ...], **knobs: Any) -> None:
     """Deterministic metrics only (no model): writes metrics.json and report.md.
 
@@ -251,7 +255,8 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
-        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live,
+        "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute, "metrics.ks": ks, "output.out": out,
         **profile_flags(click.get_current_context(), profile)})
     if profile:
         config = api.for_profile(config, profile)  # both halves read the inputs in the profile's format
@@ -299,7 +304,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--batch-wait", type=click.FloatRange(min=0), default=0, show_default=True,
               help="With --batch: poll (with backoff) up to this many seconds before exiting 4.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-        fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
+        fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
@@ -312,6 +317,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
         "inputs.labels": labels, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute,
         "judge.base_url": judge_base_url,
         "judge.model": judge_model, "judge.rubric": rubric, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
