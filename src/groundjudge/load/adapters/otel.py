@@ -71,7 +71,6 @@ _KEPT = ("openinference.span.kind", "input.value", "input.mime_type", "output.va
          "llm.token_count.", "gen_ai.operation.name", "gen_ai.retrieval.", "gen_ai.output.messages",
          "gen_ai.usage.")
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-_DOC = re.compile(r"(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(id|content|score|metadata)")
 _MESSAGE = re.compile(r"llm\.output_messages\.(\d+)\.message\.(content|role)")
 _CITED = re.compile(r"\[([^\[\]\n]{1,400})\]")
 _QUESTION_KEYS = ("question", "query", "input", "user_input", "text")
@@ -132,18 +131,24 @@ def _score(value: Any) -> float | None:
     return None
 
 
-def _documents(span: Span) -> list[_Doc]:
+def _documents(span: Span, kind: Kind) -> list[_Doc]:
     """The span's documents, in their listed order (OpenInference flattened or as a list, or
     GenAI ``gen_ai.retrieval.documents``)."""
     attrs = span.attributes
-    prefix = "reranker.output_documents" if _kind(span) == "RERANKER" else "retrieval.documents"
+    prefix = "reranker.output_documents" if kind == "RERANKER" else "retrieval.documents"
     flat: dict[int, _Doc] = {}
+    start = len(prefix) + 1
     for key, value in attrs.items():
-        match = _DOC.fullmatch(key)
-        if match is None or match.group(1) != prefix:
+        # prefix.{i}.document.{part}: split, not a regular expression (millions of keys a night)
+        if not key.startswith(prefix) or key[start - 1:start] != ".":
             continue
-        doc = flat.setdefault(int(match.group(2)), _Doc())
-        part = match.group(3)
+        index, _, rest = key[start:].partition(".")
+        if not index.isdigit() or not rest.startswith("document."):
+            continue
+        part = rest[9:]
+        if part not in ("id", "content", "score", "metadata"):
+            continue
+        doc = flat.setdefault(int(index), _Doc())
         if part == "id":
             doc.id = _text(value)
         elif part == "content":
@@ -271,11 +276,12 @@ def _trace_data(trace_id: str, spans: Sequence[Span], options: _Options) -> tupl
         raise _Skip("no root span")
     if root.status_code == 2:
         raise _Skip("the root span's status is ERROR" + (f": {root.status_message}" if root.status_message else ""))
+    kinds = {s.span_id: _kind(s) for s in spans}
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
-    retrievers = [s for s in ordered if _kind(s) in ("RETRIEVER", "RERANKER")]
+    retrievers = [s for s in ordered if kinds[s.span_id] in ("RETRIEVER", "RERANKER")]
     if not retrievers:
         raise _Skip("no retriever or reranker span (nothing says what the answer was grounded on)")
-    first_stage = [s for s in retrievers if _kind(s) == "RETRIEVER"] or retrievers
+    first_stage = [s for s in retrievers if kinds[s.span_id] == "RETRIEVER"] or retrievers
     context_span, retriever = retrievers[-1], first_stage[-1]
     question = _from_json(root.attributes.get("input.value"), root.attributes.get("input.mime_type"), _QUESTION_KEYS)
     if not question:
@@ -283,7 +289,7 @@ def _trace_data(trace_id: str, spans: Sequence[Span], options: _Options) -> tupl
         question = (_text(query.get("input.value")) or _text(query.get("gen_ai.retrieval.query.text"))
                     or _text(context_span.attributes.get("reranker.query")))
     answer = _from_json(root.attributes.get("output.value"), root.attributes.get("output.mime_type"), _ANSWER_KEYS)
-    llms = [s for s in sorted(spans, key=lambda s: (s.end_ns, s.start_ns)) if _kind(s) == "LLM"]
+    llms = [s for s in sorted(spans, key=lambda s: (s.end_ns, s.start_ns)) if kinds[s.span_id] == "LLM"]
     if answer is None and llms:
         answer = _llm_answer(llms[-1])
     if answer is None:
@@ -298,8 +304,8 @@ def _trace_data(trace_id: str, spans: Sequence[Span], options: _Options) -> tupl
     elif not question:
         raise _Skip("no question (neither the root span's input.value nor the retriever's query)")
 
-    context_docs = _documents(context_span)
-    retrieved_docs = _documents(retriever)
+    context_docs = _documents(context_span, kinds[context_span.span_id])
+    retrieved_docs = context_docs if retriever is context_span else _documents(retriever, kinds[retriever.span_id])
     context: list[tuple[str, _Doc]] = []
     retrieved: list[tuple[str, _Doc]] = []
     no_content = []
@@ -378,14 +384,19 @@ def read_traces(golden: Path | None, trace_paths: Sequence[Path], corpus: Corpus
     def keep_resource(key: str) -> bool:
         return key == options.config_attribute
 
+    def share(key: str) -> bool:  # a document's id and text: the same in every trace that retrieved it
+        return key.endswith((".document.content", ".document.id"))
+
     by_trace: dict[str, list[Span]] = {}
     problems: list[InputProblem] = []
+    shared: dict[str, str] = {}
     for path in trace_paths:
         try:
-            for span in read_spans(Path(path), keep, keep_resource):
+            for span in read_spans(Path(path), keep, keep_resource, share=share, shared=shared):
                 by_trace.setdefault(span.trace_id, []).append(span)
         except InputError as exc:
             problems.extend(exc.problems)
+    del shared
     if problems:
         raise InputError(problems)
 

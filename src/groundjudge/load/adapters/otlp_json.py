@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import re
+from sys import intern as _intern
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,10 @@ class _Bad(Exception):
 
 def any_value(value: Any, where: str) -> Any:
     """An OTLP ``AnyValue`` as a Python value (None for ``{}``); :class:`_Bad` names ``where``."""
+    if type(value) is dict and len(value) == 1:  # the common case first: one string
+        text = value.get("stringValue")
+        if type(text) is str:
+            return text
     if not isinstance(value, dict):
         raise _Bad(where, f"expected an AnyValue object, got {type(value).__name__}")
     if not value:
@@ -115,18 +120,31 @@ def _int(value: Any, where: str) -> int:
     raise _Bad(where, f"expected an integer (a number or a decimal string), got {value!r}")
 
 
-def _key_values(items: Any, where: str, keep: Callable[[str], bool] | None = None) -> dict[str, Any]:
+def _key_values(items: Any, where: str, keep: Callable[[str], bool] | None = None,
+                shared: dict[str, str] | None = None, share: Callable[[str], bool] | None = None) -> dict[str, Any]:
     if not isinstance(items, list):
         raise _Bad(where, f"expected a list of key/value objects, got {type(items).__name__}")
     out: dict[str, Any] = {}
     for i, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+        key = item.get("key") if type(item) is dict else None
+        if type(key) is not str:
             raise _Bad(f"{where}[{i}].key", "each attribute needs a string key")
-        key = item["key"]
         if keep is not None and not keep(key):
             continue
-        out[key] = any_value(item.get("value", {}), f"{where}[{i}].value")
+        # the same few dozen names on every span: one string each, not one per span
+        key = _intern(key)
+        value = item.get("value", _EMPTY)
+        text = value.get("stringValue") if type(value) is dict and len(value) == 1 else None
+        # a string (most attributes) is taken as it is; anything else is decoded and checked
+        if type(text) is str:
+            out[key] = shared.setdefault(text, text) if shared is not None and share is not None and share(key) \
+                else text
+        else:
+            out[key] = any_value(value, f"{where}[{i}].value")
     return out
+
+
+_EMPTY: dict[str, Any] = {}
 
 
 def _id(span: dict[str, Any], name: str, pattern: re.Pattern[str], where: str, optional: bool = False) -> str | None:
@@ -142,7 +160,8 @@ def _id(span: dict[str, Any], name: str, pattern: re.Pattern[str], where: str, o
 
 
 def _spans_of_line(data: Any, file: str, line: int, keep: Callable[[str], bool],
-                   keep_resource: Callable[[str], bool]) -> Iterator[Span]:
+                   keep_resource: Callable[[str], bool], shared: dict[str, str],
+                   share: Callable[[str], bool] | None) -> Iterator[Span]:
     if not isinstance(data, dict) or not isinstance(data.get("resourceSpans"), list):
         raise _Bad("resourceSpans", "expected an object with a resourceSpans list (OTLP JSON traces, one per line)")
     for r, resource_spans in enumerate(data["resourceSpans"]):
@@ -189,19 +208,25 @@ def _spans_of_line(data: Any, file: str, line: int, keep: Callable[[str], bool],
                     start_ns=_int(span.get("startTimeUnixNano", 0), f"{where}.startTimeUnixNano"),
                     end_ns=_int(span.get("endTimeUnixNano", 0), f"{where}.endTimeUnixNano"),
                     status_code=code, status_message=message if isinstance(message, str) and message else None,
-                    attributes=_key_values(span.get("attributes", []), f"{where}.attributes", keep),
+                    attributes=_key_values(span.get("attributes", []), f"{where}.attributes", keep, shared, share),
                     resource=resource_attrs, file=file, line=line)
 
 
-def read_spans(path: Path, keep: Callable[[str], bool], keep_resource: Callable[[str], bool]) -> Iterator[Span]:
+def read_spans(path: Path, keep: Callable[[str], bool], keep_resource: Callable[[str], bool], *,
+               share: Callable[[str], bool] | None = None, shared: dict[str, str] | None = None) -> Iterator[Span]:
     """Every span of the OTLP JSON Lines file ``path``, line by line, with the attributes
     ``keep`` accepts and the resource attributes ``keep_resource`` accepts.
+
+    A string value of an attribute ``share`` accepts that equals one read before is that one
+    string (``shared`` holds them; pass the same dict for several files): a document's text
+    recurs in every trace that retrieved it, and a night's export holds it thousands of times.
 
     Raises :class:`InputError` once the file is read, naming file, line and field for every
     line that is not OTLP JSON traces (up to fifty of them); spans of good lines were yielded
     before that, so a caller builds nothing it keeps until the iteration ends.
     """
     problems: list[InputProblem] = []
+    shared = {} if shared is None else shared
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -220,7 +245,7 @@ def read_spans(path: Path, keep: Callable[[str], bool], keep_resource: Callable[
                 problems.append(InputProblem(str(path), number, None, f"not JSON: {exc}"))
             else:
                 try:
-                    yield from _spans_of_line(data, str(path), number, keep, keep_resource)
+                    yield from _spans_of_line(data, str(path), number, keep, keep_resource, shared, share)
                 except _Bad as bad:
                     problems.append(InputProblem(str(path), number, bad.field, bad.problem))
             if len(problems) >= _MAX_PROBLEMS:
