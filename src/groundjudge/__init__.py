@@ -34,6 +34,7 @@ _EXPORTS = {
     "RunResult": "groundjudge.api",
     "report_document": "groundjudge.api",
     "write_run_reports": "groundjudge.api",
+    "write_otel_events": "groundjudge.api",
     "compute_metrics": "groundjudge.api",
     "write_metrics_reports": "groundjudge.api",
     "profile_report": "groundjudge.api",

@@ -440,6 +440,37 @@ def append_history(pending: PendingHistory) -> int | None:
         return None
 
 
+def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:
+    """(config id, case id) -> the (trace id, span id) its trace was read from, for traces that
+    came from OpenTelemetry (the otel input format); other traces have no span."""
+    out = {}
+    for config_id, per_case in dataset.traces.items():
+        for case_id, variants in per_case.items():
+            extra = variants[0].model_extra if 0 in variants else None
+            if extra and isinstance(extra.get("otel_trace_id"), str) and isinstance(extra.get("otel_span_id"), str):
+                out[config_id, case_id] = (extra["otel_trace_id"], extra["otel_span_id"])
+    return out
+
+
+def write_otel_events(result: RunResult, doc: dict[str, Any], path: str | Path, *,
+                      report_url: str | None = None) -> tuple[int, int]:
+    """Write each verdict of the run (``doc``: what :func:`write_run_reports` returned) as an
+    OpenTelemetry ``gen_ai.evaluation.result`` event linked to its graded span, as OTLP JSON
+    Lines at ``path`` (replaced atomically). Returns (events written, judged cases without a
+    span to link to)."""
+    import time
+
+    import orjson
+
+    from groundjudge.files import write_chunks_atomic
+    from groundjudge.report.otel_events import evaluation_events
+
+    lines, written, unlinked = evaluation_events(doc, _graded_spans(result.dataset), time_ns=time.time_ns(),
+                                                 report_url=report_url)
+    write_chunks_atomic(Path(path), (orjson.dumps(line) + b"\n" for line in lines))
+    return written, unlinked
+
+
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
                       profile: Any = None, history: str | Path | None = None,
                       log: IO[str] | None = None) -> dict[str, Any]:

@@ -303,12 +303,16 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
               help="Judge through the OpenAI Batch API: submit, exit 4; run again (or `batch collect`) to finish.")
 @click.option("--batch-wait", type=click.FloatRange(min=0), default=0, show_default=True,
               help="With --batch: poll (with backoff) up to this many seconds before exiting 4.")
+@click.option("--otel-events", type=click.Path(path_type=Path),
+              help="Also write each verdict as an OpenTelemetry gen_ai.evaluation.result event linked to its span "
+                   "(OTLP JSON Lines; traces read in the otel format).")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
-        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, **knobs: Any) -> None:
+        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, otel_events: Path | None,
+        **knobs: Any) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports.
 
     With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
@@ -325,11 +329,11 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "cache.enabled": False if no_cache else None, "output.history": history_file,
         "output.keep_history": False if no_history else None, **profile_flags(click.get_current_context(), profile)})
     run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
-                   batch_wait=batch_wait, profile=profile)
+                   batch_wait=batch_wait, profile=profile, otel_events=otel_events)
 
 
 def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | None, batch: bool = False,
-                   batch_wait: float = 0.0, profile: str | None = None) -> None:
+                   batch_wait: float = 0.0, profile: str | None = None, otel_events: Path | None = None) -> None:
     from groundjudge import api
     from groundjudge.judge.batch import BatchError
     from groundjudge.progress import JudgeProgress
@@ -351,7 +355,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
         # and a run folder, JUnit file or history the reports could not be written to
-        api.check_outputs(out_dir, junit, api.history_path(config, out_dir))
+        api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
         own = api.profile_report(config, profile) if profile else None
         gc.freeze()
     finally:
@@ -388,6 +392,13 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         # off from here, rather than walk the reports' millions of objects when it is back on.
         gc.disable()
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own, history=api.history_path(config, out_dir))
+    if otel_events is not None:
+        written, unlinked = api.write_otel_events(result, doc, otel_events,
+                                                  report_url=(out_dir / "report.html").resolve().as_uri())
+        if not quiet or unlinked:
+            click.echo(f"wrote {written} gen_ai.evaluation.result events to {otel_events}"
+                       + (f"; {unlinked} judged cases have no span to link to (their traces did not come from "
+                          "OpenTelemetry)" if unlinked else ""), err=bool(unlinked))
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals
