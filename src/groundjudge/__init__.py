@@ -35,6 +35,8 @@ _EXPORTS = {
     "report_document": "groundjudge.api",
     "write_run_reports": "groundjudge.api",
     "write_otel_events": "groundjudge.api",
+    "fetch_phoenix": "groundjudge.api",
+    "annotate_phoenix": "groundjudge.api",
     "compute_metrics": "groundjudge.api",
     "write_metrics_reports": "groundjudge.api",
     "profile_report": "groundjudge.api",

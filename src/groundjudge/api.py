@@ -471,6 +471,24 @@ def write_otel_events(result: RunResult, doc: dict[str, Any], path: str | Path, 
     return written, unlinked
 
 
+def fetch_phoenix(url: str, project: str, path: str | Path, since: str | None = None) -> int:
+    """Write the Phoenix project's spans (those started within ``since``, such as ``24h``, when
+    given) to ``path`` as OTLP JSON Lines, to be graded in the otel format; returns how many.
+    Needs the ``groundjudge[phoenix]`` extra (an :class:`InputError` says so)."""
+    from groundjudge.load.phoenix import fetch_spans, parse_since
+
+    return fetch_spans(url, project, Path(path), since=parse_since(since) if since else None)
+
+
+def annotate_phoenix(result: RunResult, doc: dict[str, Any], url: str, *, report_url: str | None = None) -> int:
+    """Write the run's verdicts back to the Phoenix at ``url`` as annotations on each graded
+    trace's root span (a re-run updates them); returns how many."""
+    from groundjudge.load.phoenix import phoenix_client
+    from groundjudge.report.phoenix import annotate
+
+    return annotate(phoenix_client(url), doc, _graded_spans(result.dataset), report_url)
+
+
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
                       profile: Any = None, history: str | Path | None = None,
                       log: IO[str] | None = None) -> dict[str, Any]:
