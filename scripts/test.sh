@@ -20,7 +20,8 @@ else
     echo "             the browser tests (tests/test_report_html.py and the labelling page) will skip."
     echo "             As root: apt-get install chromium"
 fi
-scripts/install.sh local dev embeddings
+scripts/install.sh local dev embeddings phoenix
+scripts/install_phoenix.sh
 
 # settings in pyproject.toml ([tool.ruff], [tool.mypy])
 checks=0

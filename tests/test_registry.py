@@ -27,7 +27,8 @@ from tests.conftest import FIXTURES, ROOT
 from tests.support import toy_system
 
 TOY = FIXTURES / "toy"
-BUILT_IN = ("wfgy", "wfgy-chunking", "kb-eval", "day39")
+BUILT_IN = ("wfgy", "wfgy-chunking", "kb-eval", "day39", "otel")
+BUILT_IN_PROFILES = ("wfgy", "wfgy-chunking", "kb-eval", "day39")  # a trace export has no report of its own
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_format_and_profile_flags_accept_the_toy_and_its_gate_sets_the_exit_code
 
 def test_help_lists_registered_systems_as_choices(toy):
     text = CliRunner().invoke(main, ["metrics", "--help"]).output
-    assert "[auto|native|wfgy|wfgy-chunking|kb-eval|day39|toy]" in text
+    assert "[auto|native|wfgy|wfgy-chunking|kb-eval|day39|otel|toy]" in text
     assert "[wfgy|wfgy-chunking|kb-eval|day39|toy]" in text
 
 
@@ -93,7 +94,7 @@ def test_unknown_format_flag_names_the_known_ones(toy, tmp_path):
     result = metrics("--format", "nope", "--golden", TOY / "gold.jsonl", "--traces", TOY / "replies_good.jsonl",
                      "--out", tmp_path / "out")
     assert result.exit_code == 2
-    assert "'nope' is not one of 'auto', 'native', 'wfgy', 'wfgy-chunking', 'kb-eval', 'day39', 'toy'" in result.output
+    assert "'nope' is not one of 'auto', 'native', 'wfgy', 'wfgy-chunking', 'kb-eval', 'day39', 'otel', 'toy'" in result.output
     assert not (tmp_path / "out").exists()
 
 
@@ -220,7 +221,7 @@ def test_a_table_for_a_profile_that_does_not_exist_is_refused(toy, tmp_path):
     config = toy_config(tmp_path, "[profile.tickets]\nmin_first_look = 0.7\n")
     result = metrics("--config", config, "--out", tmp_path / "out")
     assert result.exit_code == 2
-    assert f"{config}: profile.tickets: unknown profile 'tickets'; known: {', '.join(BUILT_IN)}, toy" in result.stderr
+    assert f"{config}: profile.tickets: unknown profile 'tickets'; known: {', '.join(BUILT_IN_PROFILES)}, toy" in result.stderr
 
 
 def test_a_bad_knob_value_names_its_flag_or_its_table_key(toy, tmp_path):

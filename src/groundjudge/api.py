@@ -124,12 +124,22 @@ def load_inputs(config: Config) -> Dataset:
     from groundjudge.load.adapters import load_any
 
     inputs = config.inputs
-    if not inputs.golden or not inputs.traces:
+    if not inputs.traces or (not inputs.golden and _needs_golden(inputs.format, inputs.traces)):
         raise InputError.one(_where(config), None, "golden/traces",
                              "give --golden and at least one --traces (or --qrels and --run)")
     with collector_paused():  # records hold no cycles; the collector walking them took most of the load time
-        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format)
+        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format,
+                              {"config_attribute": inputs.config_attribute, "case_attribute": inputs.case_attribute})
     return dataset
+
+
+def _needs_golden(fmt: str, traces: Sequence[Path]) -> bool:
+    """Whether traces in ``fmt`` (detected from ``traces`` when ``auto``) need a golden set: an
+    OpenTelemetry export is graded on its own."""
+    from groundjudge.load.adapters import AUTO, NATIVE, detect_format, get_format
+
+    name = detect_format(None, traces) if fmt == AUTO else fmt
+    return name == NATIVE or get_format(name).needs_golden
 
 
 def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:
@@ -357,6 +367,55 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
                           not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
                           gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
                           last=result.config.output.trend_runs)
+
+
+def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:
+    """(config id, case id) -> the (trace id, span id) its trace was read from, for traces that
+    came from OpenTelemetry (the otel input format); other traces have no span."""
+    out = {}
+    for config_id, per_case in dataset.traces.items():
+        for case_id, variants in per_case.items():
+            extra = variants[0].model_extra if 0 in variants else None
+            if extra and isinstance(extra.get("otel_trace_id"), str) and isinstance(extra.get("otel_span_id"), str):
+                out[config_id, case_id] = (extra["otel_trace_id"], extra["otel_span_id"])
+    return out
+
+
+def write_otel_events(result: RunResult, doc: dict[str, Any], path: str | Path, *,
+                      report_url: str | None = None) -> tuple[int, int]:
+    """Write each verdict of the run (``doc``: what :func:`write_run_reports` returned) as an
+    OpenTelemetry ``gen_ai.evaluation.result`` event linked to its graded span, as OTLP JSON
+    Lines at ``path`` (replaced atomically). Returns (events written, judged cases without a
+    span to link to)."""
+    import time
+
+    import orjson
+
+    from groundjudge.files import write_chunks_atomic
+    from groundjudge.report.otel_events import evaluation_events
+
+    lines, written, unlinked = evaluation_events(doc, _graded_spans(result.dataset), time_ns=time.time_ns(),
+                                                 report_url=report_url)
+    write_chunks_atomic(Path(path), (orjson.dumps(line) + b"\n" for line in lines))
+    return written, unlinked
+
+
+def fetch_phoenix(url: str, project: str, path: str | Path, since: str | None = None) -> int:
+    """Write the Phoenix project's spans (those started within ``since``, such as ``24h``, when
+    given) to ``path`` as OTLP JSON Lines, to be graded in the otel format; returns how many.
+    Needs the ``groundjudge[phoenix]`` extra (an :class:`InputError` says so)."""
+    from groundjudge.load.phoenix import fetch_spans, parse_since
+
+    return fetch_spans(url, project, Path(path), since=parse_since(since) if since else None)
+
+
+def annotate_phoenix(result: RunResult, doc: dict[str, Any], url: str, *, report_url: str | None = None) -> int:
+    """Write the run's verdicts back to the Phoenix at ``url`` as annotations on each graded
+    trace's root span (a re-run updates them); returns how many."""
+    from groundjudge.load.phoenix import phoenix_client
+    from groundjudge.report.phoenix import annotate
+
+    return annotate(phoenix_client(url), doc, _graded_spans(result.dataset), report_url)
 
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,

@@ -225,6 +225,10 @@ def input_options(func: Any) -> Any:
         click.option("--traces", multiple=True, type=click.Path(path_type=Path), help="Traces JSONL (repeatable)."),
         click.option("--corpus", type=click.Path(path_type=Path), help="Corpus JSONL (chunk text, docs, ACL)."),
         click.option("--format", "fmt", type=RegistryChoice(format_choices), help="Input format (default: detected)."),
+        click.option("--config-attribute", help="otel traces: the resource attribute naming the config "
+                                                "(default service.version)."),
+        click.option("--case-attribute", help="otel traces with --golden: the span attribute naming the case "
+                                              "(default groundjudge.case_id)."),
         click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Cutoffs (repeatable; default 1 3 5 10)."),
         click.option("--out", type=click.Path(path_type=Path), help="Output folder (default runs/<timestamp>)."),
         click.option("--quiet", is_flag=True, help="Print nothing but errors."),
@@ -242,7 +246,7 @@ def input_options(func: Any) -> Any:
 @click.option("--live", multiple=True, type=click.Path(path_type=Path),
               help="wfgy-chunking: traces of the live index, for the shadow-vs-live recall gate.")
 def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-            fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
+            fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, qrels: Path | None,
             run_file: Path | None, profile: str | None, live: tuple[Path, ...], **knobs: Any) -> None:
     """Deterministic metrics only (no model): writes metrics.json and report.md.
 
@@ -251,7 +255,8 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
-        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live,
+        "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute, "metrics.ks": ks, "output.out": out,
         **profile_flags(click.get_current_context(), profile)})
     if profile:
         config = api.for_profile(config, profile)  # both halves read the inputs in the profile's format
@@ -298,20 +303,43 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
               help="Judge through the OpenAI Batch API: submit, exit 4; run again (or `batch collect`) to finish.")
 @click.option("--batch-wait", type=click.FloatRange(min=0), default=0, show_default=True,
               help="With --batch: poll (with backoff) up to this many seconds before exiting 4.")
+@click.option("--from-phoenix", metavar="URL",
+              help="Grade the spans of a Phoenix project (with --project) and write the verdicts back to it as span "
+                   "annotations (needs groundjudge[phoenix]).")
+@click.option("--project", help="With --from-phoenix: the Phoenix project's name.")
+@click.option("--since", help="With --from-phoenix: only spans started within this long, such as 24h, 30m, 7d.")
+@click.option("--otel-events", type=click.Path(path_type=Path),
+              help="Also write each verdict as an OpenTelemetry gen_ai.evaluation.result event linked to its span "
+                   "(OTLP JSON Lines; traces read in the otel format).")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
-        fmt: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
+        fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
-        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, **knobs: Any) -> None:
+        history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, from_phoenix: str | None,
+        project: str | None, since: str | None, otel_events: Path | None, **knobs: Any) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports.
 
     With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
     from groundjudge import api
 
+    if from_phoenix:
+        if not project or traces:
+            raise InputError.one("command line", None, "--from-phoenix",
+                                 "give --project NAME (and no --traces: the project's spans are the traces)")
+        out = out or default_out()
+        api.check_outputs(out)
+        spans_file = out / "phoenix-spans.jsonl"
+        count = api.fetch_phoenix(from_phoenix, project, spans_file, since)
+        if not quiet:
+            click.echo(f"read {count} spans of Phoenix project {project!r} into {spans_file}")
+        traces, fmt = (spans_file,), "otel"
+    elif project or since:
+        raise InputError.one("command line", None, "--project" if project else "--since", "only with --from-phoenix")
     config = api.resolve_config(config_path, {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.format": fmt,
         "inputs.labels": labels, "inputs.live": live, "metrics.ks": ks, "output.out": out,
+        "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute,
         "judge.base_url": judge_base_url,
         "judge.model": judge_model, "judge.rubric": rubric, "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
@@ -319,11 +347,12 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "cache.enabled": False if no_cache else None, "output.history": history_file,
         "output.keep_history": False if no_history else None, **profile_flags(click.get_current_context(), profile)})
     run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
-                   batch_wait=batch_wait, profile=profile)
+                   batch_wait=batch_wait, profile=profile, otel_events=otel_events, phoenix=from_phoenix)
 
 
 def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | None, batch: bool = False,
-                   batch_wait: float = 0.0, profile: str | None = None) -> None:
+                   batch_wait: float = 0.0, profile: str | None = None, otel_events: Path | None = None,
+                   phoenix: str | None = None) -> None:
     from groundjudge import api
     from groundjudge.judge.batch import BatchError
     from groundjudge.progress import JudgeProgress
@@ -345,7 +374,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     try:
         dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
         # and a run folder, JUnit file or history the reports could not be written to
-        api.check_outputs(out_dir, junit, api.history_path(config, out_dir))
+        api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
         own = api.profile_report(config, profile) if profile else None
         gc.freeze()
     finally:
@@ -382,6 +411,17 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         # off from here, rather than walk the reports' millions of objects when it is back on.
         gc.disable()
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own, history=api.history_path(config, out_dir))
+    if otel_events is not None:
+        written, unlinked = api.write_otel_events(result, doc, otel_events,
+                                                  report_url=(out_dir / "report.html").resolve().as_uri())
+        if not quiet or unlinked:
+            click.echo(f"wrote {written} gen_ai.evaluation.result events to {otel_events}"
+                       + (f"; {unlinked} judged cases have no span to link to (their traces did not come from "
+                          "OpenTelemetry)" if unlinked else ""), err=bool(unlinked))
+    if phoenix is not None:
+        written = api.annotate_phoenix(result, doc, phoenix, report_url=(out_dir / "report.html").resolve().as_uri())
+        if not quiet:
+            click.echo(f"wrote {written} span annotations to Phoenix at {phoenix}")
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals

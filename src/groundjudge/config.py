@@ -31,6 +31,10 @@ class InputsConfig(_Section):
     labels: list[Path] = Field(default_factory=list)
     qrels: Path | None = None
     run: Path | None = None
+    # trace exports (the otel format): the resource attribute naming the config, and the span
+    # attribute naming the golden case when a golden set is given
+    config_attribute: str = "service.version"
+    case_attribute: str = "groundjudge.case_id"
 
     @field_validator("format")
     @classmethod

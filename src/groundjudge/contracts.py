@@ -184,6 +184,8 @@ class GoldenCase(_Record):
     def _unrecorded_behavior(self) -> GoldenCase:
         if "expected_behavior" in self.not_recorded and "expected_behavior" in self.model_fields_set:
             raise ValueError("expected_behavior is listed in not_recorded but holds a value; leave it out")
+        if "expected_chunk_ids" in self.not_recorded and (self.expected_chunk_ids or self.relevance):
+            raise ValueError("expected_chunk_ids is listed in not_recorded but the case grades chunks; leave it out")
         return self
 
     @model_validator(mode="after")
@@ -380,7 +382,7 @@ def input_schema(name: str) -> dict[str, Any]:
 
 # The fields a source may leave unrecorded (``not_recorded``), as distinct from recording them empty.
 TRACE_UNRECORDABLE = ("retrieved_chunks", "context_chunks", "answer", "citations")
-GOLDEN_UNRECORDABLE = ("expected_behavior",)
+GOLDEN_UNRECORDABLE = ("expected_behavior", "expected_chunk_ids")
 
 # The version of metrics.json and report.json: readers refuse other versions by name.
 # 3 adds the claim verdict and class ``unchecked`` (claim_check v4) and ``usage.unmetered``;

@@ -46,6 +46,9 @@ class Dataset:
     missing_text: dict[str, list[str]]  # "config/case" -> context chunk ids with no text
     unresolved_chunks: dict[str, list[str]]  # "config/case" -> retrieved/cited ids unknown to the corpus
     sources: dict[str, str]
+    # traces a format that reads traces alone could not make a case of (an OpenTelemetry trace
+    # without a retriever span...): trace id -> why
+    skipped_traces: dict[str, str] = field(default_factory=dict)
 
     @property
     def config_ids(self) -> list[str]:
@@ -122,9 +125,10 @@ def load_dataset(
 
 def assemble_dataset(
     cases: dict[str, GoldenCase], by_config: dict[str, dict[str, dict[int, Trace]]], corpus: Corpus,
-    sources: dict[str, str],
+    sources: dict[str, str], *, skipped: dict[str, str] | None = None,
 ) -> Dataset:
-    """Record the gaps (cases without a trace, chunks without text or unknown to the corpus)."""
+    """Record the gaps (cases without a trace, chunks without text or unknown to the corpus,
+    and ``skipped``: the traces the format could not make a case of, with why)."""
     missing_trace = {
         cfg: [cid for cid in cases if 0 not in per_case.get(cid, {})] for cfg, per_case in by_config.items()
     }
@@ -144,7 +148,7 @@ def assemble_dataset(
                     unknown = sorted({i for i in ids if i not in corpus.chunks})
                     if unknown:
                         unresolved[key] = unknown
-    return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources)
+    return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
 
 
 def compact_trace(trace: Trace, chunks: dict[str, CorpusChunk]) -> None:

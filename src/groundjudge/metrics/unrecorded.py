@@ -25,6 +25,9 @@ __all__ = ["OBSERVED_BEHAVIOR", "READS", "family", "unknown_inputs", "unknown_me
 OBSERVED_BEHAVIOR = "observed_behavior"
 
 _RETRIEVAL = frozenset({"retrieved_chunks"})
+# a case with no expected chunks recorded (a trace export without a golden set) has no relevant
+# chunk to find: the rates against relevance are unknown, not zero
+_RANKED = frozenset({"retrieved_chunks", "expected_chunk_ids"})
 _BEHAVIOUR = frozenset({OBSERVED_BEHAVIOR, "expected_behavior"})
 _ANSWER = frozenset({"answer"})
 _NOTHING: frozenset[str] = frozenset()
@@ -32,9 +35,10 @@ _NOTHING: frozenset[str] = frozenset()
 # metric family (the name before "@k" and before a "."-separated part) -> unrecordable inputs
 READS: Mapping[str, frozenset[str]] = MappingProxyType({
     **dict.fromkeys(("hit", "recall", "precision", "mrr", "ndcg", "ndcg_exp", "map", "r_precision",
-                     "recall_doc", "hit_span", "recall_span", "empty_result", "paraphrase_stability"), _RETRIEVAL),
-    "context_recall": frozenset({"context_chunks"}),
-    "context_precision": frozenset({"context_chunks"}),
+                     "recall_doc", "hit_span", "recall_span"), _RANKED),
+    **dict.fromkeys(("empty_result", "paraphrase_stability"), _RETRIEVAL),
+    "context_recall": frozenset({"context_chunks", "expected_chunk_ids"}),
+    "context_precision": frozenset({"context_chunks", "expected_chunk_ids"}),
     "citation_scoped": frozenset({"citations", "retrieved_chunks", "context_chunks"}),
     "citation_in_context": frozenset({"citations", "context_chunks"}),
     "must_cite_coverage": frozenset({"citations"}),

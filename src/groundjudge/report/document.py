@@ -66,6 +66,8 @@ class Accounting(_Doc):
     missing_text: dict[str, list[str]]
     unresolved_chunk_ids: dict[str, list[str]]
     run_queries_not_in_qrels: list[str] | None = None  # TREC inputs: left out of means
+    # trace exports (otel): traces that could not be made a case -> why; None for other inputs
+    skipped_traces: dict[str, str] | None = None
 
 
 class MetricsSettings(_Doc):
@@ -187,7 +189,8 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
         configs=list(run.configs),
         accounting=Accounting(cases=len(dataset.cases), scored={cfg: len(c.cases) for cfg, c in run.configs.items()},
                               missing_trace=dataset.missing_trace, missing_text=dataset.missing_text,
-                              unresolved_chunk_ids=dataset.unresolved_chunks),
+                              unresolved_chunk_ids=dataset.unresolved_chunks,
+                              skipped_traces=dataset.skipped_traces or None),
         aggregate=_summaries(run.overall), per_config=per_config,
         per_case=next(iter(per_config.values())).per_case if len(per_config) == 1 else None,
     )

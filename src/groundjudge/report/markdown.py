@@ -82,6 +82,20 @@ def headline_metrics(doc: dict[str, Any]) -> list[str]:
     return [m for m in HEADLINE if m in present] or sorted(present)
 
 
+def _skipped_lines(skipped: dict[str, str] | None) -> list[str]:
+    """Traces an export held that could not be graded, counted by reason (a night's export can
+    skip thousands for one reason), with one trace id as an example of each."""
+    if not skipped:
+        return []
+    by_reason: dict[str, list[str]] = {}
+    for trace_id, reason in skipped.items():
+        by_reason.setdefault(reason, []).append(trace_id)
+    lines = [f"- traces not graded: {len(skipped)}"]
+    for reason, ids in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"  - {len(ids)}: {markdown(reason)} (e.g. {markdown_code(ids[0])})")
+    return lines
+
+
 def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "groundjudge metrics report",
                     preface: str = "") -> str:
     configs = doc["configs"]
@@ -100,6 +114,7 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
                 f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc['unresolved_chunk_ids'].values()))}"]),
             *([f"- run queries not in the qrels (left out of means): {len(acc['run_queries_not_in_qrels'])}"]
               if trec and acc.get("run_queries_not_in_qrels") is not None else []),
+            *_skipped_lines(acc.get("skipped_traces")),
             ""]
     out += ["## Aggregate metrics per config", "",
             "Each value is a mean over the cases where the metric is defined; n is that count.", ""]

@@ -8,10 +8,11 @@ detection tries them. :mod:`.registry` holds the registry, ``detect_format`` and
 
 from __future__ import annotations
 
-from groundjudge.load.adapters import day39, kb_eval, wfgy, wfgy_chunking
+from groundjudge.load.adapters import day39, kb_eval, otel, wfgy, wfgy_chunking
 from groundjudge.load.adapters.registry import (
     AUTO,
     NATIVE,
+    ForeignRead,
     InputFormat,
     detect_format,
     format_choices,
@@ -26,6 +27,7 @@ __all__ = [
     "AUTO",
     "BUILT_IN",
     "NATIVE",
+    "ForeignRead",
     "InputFormat",
     "detect_format",
     "format_choices",
@@ -36,7 +38,7 @@ __all__ = [
     "unregister_format",
 ]
 
-BUILT_IN: tuple[InputFormat, ...] = (wfgy.FORMAT, wfgy_chunking.FORMAT, kb_eval.FORMAT, day39.FORMAT)
+BUILT_IN: tuple[InputFormat, ...] = (wfgy.FORMAT, wfgy_chunking.FORMAT, kb_eval.FORMAT, day39.FORMAT, otel.FORMAT)
 
 for _fmt in BUILT_IN:
     register_format(_fmt)

@@ -10,13 +10,14 @@ separately, by the same name, in :mod:`groundjudge.profiles` (a later stage).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from groundjudge.contracts import GoldenCase
 from groundjudge.errors import InputError
-from groundjudge.load.adapters.foreign import NativeData
+from groundjudge.load.adapters.foreign import NativeData, NativeTraces
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
 from groundjudge.load.json_stream import first_object
 from groundjudge.load.records import read_text
@@ -24,6 +25,7 @@ from groundjudge.load.records import read_text
 __all__ = [
     "AUTO",
     "NATIVE",
+    "ForeignRead",
     "InputFormat",
     "Role",
     "detect_format",
@@ -44,6 +46,16 @@ _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
+class ForeignRead:
+    """What a format that reads its traces alone returns (``read_traces``): cases by id, traces
+    by config id -> case id -> paraphrase index, and the traces it could not grade -> why."""
+
+    cases: dict[str, GoldenCase]
+    traces: NativeTraces
+    skipped: dict[str, str]
+
+
+@dataclass(frozen=True)
 class InputFormat:
     """One foreign format.
 
@@ -55,6 +67,12 @@ class InputFormat:
     a whole file that has no first record to look at (a database); it must not raise.
     ``read_corpus(path)``, where the system keeps its chunks in a shape of its own, reads that
     file as the corpus (the same errors).
+
+    ``read_traces(golden, traces, corpus, settings)``, when given, reads a format whose traces
+    stand alone (an OpenTelemetry export): the golden set is optional (None), the corpus is
+    read first and passed in, ``settings`` are the run's ``[inputs]`` settings for trace
+    formats (``config_attribute``, ``case_attribute``), and the traces it skips come back with
+    their reasons (:class:`ForeignRead`). ``load_any`` then uses it instead of ``to_native``.
     """
 
     name: str
@@ -64,6 +82,12 @@ class InputFormat:
     claims_file: Callable[[Path, Role], bool] | None = None
     # The system's own chunk store, read as the corpus (``--corpus``); None: the native corpus.
     read_corpus: Callable[[Path], Corpus] | None = None
+    read_traces: Callable[[Path | None, list[Path], Corpus, Mapping[str, str | None]], ForeignRead] | None = None
+
+    @property
+    def needs_golden(self) -> bool:
+        """Whether a run in this format needs ``--golden`` (its traces alone cannot be graded)."""
+        return self.read_traces is None
 
 
 _FORMATS: dict[str, InputFormat] = {}
@@ -124,12 +148,13 @@ def _claimants(path: Path, role: Role) -> list[str]:
     return [name for name, fmt in _FORMATS.items() if fmt.looks_like(first, role)]
 
 
-def detect_format(golden: str | Path, traces: Sequence[str | Path] = ()) -> str:
+def detect_format(golden: str | Path | None, traces: Sequence[str | Path] = ()) -> str:
     """The format whose gold (or, failing that, trace) shape the files have; else ``"native"``.
 
     Raises :class:`InputError` when two formats claim the same file: name one with ``--format``.
     """
-    checks: list[tuple[Path, Role]] = [(Path(golden), "gold"), *((Path(t), "trace") for t in traces[:1])]
+    gold: list[tuple[Path, Role]] = [(Path(golden), "gold")] if golden is not None else []
+    checks: list[tuple[Path, Role]] = [*gold, *((Path(t), "trace") for t in traces[:1])]
     for path, role in checks:
         found = _claimants(path, role)
         if len(found) > 1:
@@ -140,11 +165,25 @@ def detect_format(golden: str | Path, traces: Sequence[str | Path] = ()) -> str:
     return NATIVE
 
 
-def load_any(golden: str | Path, traces: Sequence[str | Path], corpus: str | Path | None = None,
-             fmt: str = AUTO) -> tuple[Dataset, str]:
-    """Load golden set and traces in ``fmt`` (or the detected format) as a native Dataset."""
+def load_any(golden: str | Path | None, traces: Sequence[str | Path], corpus: str | Path | None = None,
+             fmt: str = AUTO, settings: Mapping[str, str | None] | None = None) -> tuple[Dataset, str]:
+    """Load golden set and traces in ``fmt`` (or the detected format) as a native Dataset.
+
+    ``golden`` may be None for a format whose traces stand alone (``read_traces``); ``settings``
+    are passed to that hook. Raises :class:`InputError` for a missing golden set otherwise."""
     if fmt == AUTO:
         fmt = detect_format(golden, traces)
+    found = _FORMATS.get(fmt)
+    if found is not None and found.read_traces is not None:
+        the_corpus = (found.read_corpus or load_corpus)(Path(corpus)) if corpus else Corpus()
+        read = found.read_traces(Path(golden) if golden is not None else None, [Path(t) for t in traces],
+                                 the_corpus, settings or {})
+        sources = {"golden": str(golden or ""), "traces": ", ".join(str(t) for t in traces),
+                   "corpus": str(corpus or ""), "format": fmt}
+        return assemble_dataset(read.cases, read.traces, the_corpus, sources, skipped=read.skipped), fmt
+    if golden is None:
+        raise InputError.one(", ".join(map(str, traces)) or "inputs", None, "golden",
+                             f"the {fmt} format needs a golden set: give --golden")
     if fmt == NATIVE:
         return load_dataset(golden, traces, corpus), fmt
     if fmt not in _FORMATS:
