@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from groundjudge.api import (
         Calibration,
         RunResult,
+        annotate_phoenix,
         batch_step,
         calibrate,
         check_gate_config,
         check_outputs,
         compare,
         compute_metrics,
+        fetch_phoenix,
         for_profile,
         history_path,
         history_record,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
         rubric_for,
         run_eval,
         write_metrics_reports,
+        write_otel_events,
         write_run_reports,
     )
     from groundjudge.config import Config
@@ -101,10 +104,10 @@ _EXPORTS = {
 __all__ = [
     "Calibration", "CaseJudgement", "Config", "Dataset", "GateReport", "GroundjudgeError", "InputError", "JudgeRun",
     "JudgeSession", "JudgeUnavailable", "PendingHistory", "Rubric", "RunResult", "StorageError", "__version__",
-    "append_history", "batch_step", "calibrate", "check_gate_config", "check_outputs", "compare", "compute_metrics",
-    "for_profile", "history_path", "history_record", "judge_findings", "load_inputs", "open_escalation", "open_judge",
+    "annotate_phoenix", "append_history", "batch_step", "calibrate", "check_gate_config", "check_outputs", "compare",
+    "compute_metrics", "fetch_phoenix", "for_profile", "history_path", "history_record", "judge_findings", "load_inputs", "open_escalation", "open_judge",
     "position_probe", "profile_report", "profile_settings", "report_document", "resolve_config", "rubric_for",
-    "run_eval", "write_metrics_reports", "write_run_reports",
+    "run_eval", "write_metrics_reports", "write_otel_events", "write_run_reports",
 ]
 
 
