@@ -286,6 +286,9 @@ def main() -> int:
                              "src measures it on the same data, for a before/after in one session)")
     parser.add_argument("--one-process", action="store_true",
                         help="run with GROUNDJUDGE_WORKERS=1: no forked worker (the memory and time of one core)")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="the cached re-run's `groundjudge run --engine` (ray: a local Ray started by the run; "
+                             "needs groundjudge[ray])")
     parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)  # internal: the child's figures file
     args = parser.parse_args()
     folder = args.dir / f"n{args.cases}"
@@ -326,7 +329,8 @@ def main() -> int:
     in_process_s = sum(r["seconds"] for r in inner["stages"])
 
     cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"),
-           "--out", str(folder / "runs" / "cli"), "--quiet"]
+           "--out", str(folder / "runs" / "cli"), "--quiet",
+           *(["--engine", "ray"] if args.engine == "ray" else [])]  # (a --src checkout may predate --engine)
     code, cli_seconds, cli_cpu, cli_rss, stderr, tree_pss, tree_rss, timeline = run_child(cli, folder, env)
     timeline = [[round(t - timeline[0][0] + 0.5, 1), pss, n] for t, pss, n in timeline] if timeline else []
     if code not in (0, 1):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install groundjudge with its test tools, the embedded judge and the embedding model behind ΔS,
+# Install groundjudge with its test tools, the embedded judge, the embedding model behind ΔS and Ray,
 # install Debian's Chromium for the browser tests when this user can, check the code with ruff
 # and mypy, then run every test. Extra arguments go to pytest (for example `-m "not local_model"`
 # to leave out the tests that run the real judge model). The run fails if the tests fail or if
@@ -20,7 +20,7 @@ else
     echo "             the browser tests (tests/test_report_html.py and the labelling page) will skip."
     echo "             As root: apt-get install chromium"
 fi
-scripts/install.sh local dev embeddings phoenix
+scripts/install.sh local dev embeddings phoenix ray
 scripts/install_phoenix.sh
 
 # settings in pyproject.toml ([tool.ruff], [tool.mypy])

@@ -311,18 +311,27 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @click.option("--otel-events", type=click.Path(path_type=Path),
               help="Also write each verdict as an OpenTelemetry gen_ai.evaluation.result event linked to its span "
                    "(OTLP JSON Lines; traces read in the otel format).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the metric batches and the judge's cache lookup run: this process, or a Ray cluster "
+                   "(needs groundjudge[ray]).")
+@click.option("--ray-address", metavar="ADDRESS",
+              help="With --engine ray: the cluster to connect to, as for ray.init(address=...) [env RAY_ADDRESS]; "
+                   "unset: a local Ray on 127.0.0.1 for this run.")
 def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...], corpus: Path | None,
         fmt: str | None, config_attribute: str | None, case_attribute: str | None, ks: tuple[int, ...], out: Path | None, quiet: bool, judge_base_url: str | None, judge_model: str | None,
         rubric: str | None, concurrency: int | None, smoke: bool | None, max_cases: int | None, max_tokens: int | None,
         max_cost_usd: float | None, cache_dir: Path | None, no_cache: bool, junit: Path | None,
         labels: tuple[Path, ...], keep_errors: bool, profile: str | None, live: tuple[Path, ...],
         history_file: Path | None, no_history: bool, batch: bool, batch_wait: float, from_phoenix: str | None,
-        project: str | None, since: str | None, otel_events: Path | None, **knobs: Any) -> None:
+        project: str | None, since: str | None, otel_events: Path | None, engine: str, ray_address: str | None,
+        **knobs: Any) -> None:
     """Metrics, then the judge on the cases that need it, then gates and reports.
 
     With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
     from groundjudge import api
 
+    if ray_address and engine != "ray":
+        raise InputError.one("command line", None, "--ray-address", "only with --engine ray")
     if from_phoenix:
         if not project or traces:
             raise InputError.one("command line", None, "--from-phoenix",
@@ -346,6 +355,19 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None, "output.history": history_file,
         "output.keep_history": False if no_history else None, **profile_flags(click.get_current_context(), profile)})
+    if engine == "ray":
+        from groundjudge.distributed import ray_engine
+
+        with ray_engine(ray_address) as session:
+            try:
+                run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
+                               batch_wait=batch_wait, profile=profile, otel_events=otel_events,
+                               phoenix=from_phoenix)
+            finally:
+                if not quiet:
+                    for stage, nodes in session.nodes.items():
+                        click.echo(f"ray: {stage} ran on {len(nodes)} node(s) of {session.address}", err=True)
+        return
     run_and_report(config, config.output.out or default_out(), quiet=quiet, junit=junit, batch=batch,
                    batch_wait=batch_wait, profile=profile, otel_events=otel_events, phoenix=from_phoenix)
 
@@ -443,7 +465,9 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         click.echo(f"note: {cache_state['legacy_entries_skipped']} judge cache entries in the format of groundjudge "
                    "before 0.3 (pickles) were not read; `groundjudge cache migrate` converts them", err=True)
     code = 1 if result.exit_code == 0 and own is not None and own.passed is False else result.exit_code
-    if GroundjudgeGroup.owns_process:
+    from groundjudge.distributed import current
+
+    if GroundjudgeGroup.owns_process and current() is None:  # a Ray session is shut down on the way out
         # Everything is written: the reports were replaced atomically and closed, the history's
         # transaction committed and its connection closed, the judge session closed. Freeing a
         # nightly run's millions of objects one by one would take seconds and change nothing.

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from groundjudge import distributed
 from groundjudge.collector import collector_paused
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
 from groundjudge.judge.claim_questions import ClaimQuestions
@@ -236,7 +237,21 @@ class JudgeEngine:
 
         Not split over a forked worker, as the metrics are: by this point the process holds
         the run's inputs, rows and most verdicts, and a worker per round copied enough of them
-        to take a nightly run past its memory goal for little time saved."""
+        to take a nightly run past its memory goal for little time saved.
+
+        Inside ``distributed.ray_engine`` (``--engine ray``) the same lookup runs on the Ray
+        cluster, in batches (``judge.on_ray``)."""
+        if (ray_session := distributed.current()) is not None and items:
+            from groundjudge.judge.on_ray import STAGE, look_up
+
+            looked, nodes = look_up(self, items, why)
+            ray_session.ran_on(STAGE, nodes)
+            return looked
+        return self.from_cache_only(items, why)
+
+    def from_cache_only(self, items: Sequence[JudgeItem], why: Sequence[str | None],
+                        ) -> list[tuple[CaseJudgement | None, str, CachedReply | None]]:
+        """The lookup of :meth:`_all_from_cache`, in this process."""
         out: list[tuple[CaseJudgement | None, str, CachedReply | None]] = []
         for item, because in zip(items, why, strict=True):
             pending, key, cached = self.protocol.from_cache(item)

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 import pyarrow as pa
 
+from groundjudge import distributed
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.aggregate import (
     Summary,
@@ -66,14 +67,20 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None, *
     The pairs are scored ``BATCH`` at a time into Arrow record batches (``metrics.table``);
     each config's summaries and breakdowns are computed from its table. ``workers`` > 1 (by
     default ``GROUNDJUDGE_WORKERS``, else 1) scores the batches in a pool of that many
-    processes: opt-in, for large sets on several cores; the results are the same."""
+    processes: opt-in, for large sets on several cores; inside ``distributed.ray_engine`` the
+    batches are scored on the Ray cluster (``metrics.on_ray``). The results are the same."""
     settings = settings or MetricSettings()
     workers = workers_from_environment() if workers is None else workers
     scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, {})]
               for config_id, per_case in dataset.traces.items()}
     pairs = [(c, case_id) for c in scored for case_id in scored[c]]
     batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
-    if workers > 1 and len(batches) > 1:
+    if (ray_session := distributed.current()) is not None:  # --engine ray: the same batches, on the cluster
+        from groundjudge.metrics.on_ray import STAGE, score_batches
+
+        done, nodes = score_batches(dataset, settings, batches)
+        ray_session.ran_on(STAGE, nodes)
+    elif workers > 1 and len(batches) > 1:
         with ProcessPoolExecutor(min(workers, len(batches)), initializer=_share, initargs=(dataset, settings)) as pool:
             done = list(pool.map(_score_shared, batches))
     else:
