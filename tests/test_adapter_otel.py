@@ -21,16 +21,10 @@ from groundjudge.errors import InputError
 from groundjudge.load.adapters import detect_format, load_any
 from groundjudge.load.adapters.otel import NO_GOLDEN
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
-from tests.support.otlp import line, openinference_trace, span, span_id, trace_id
+from tests.support.otlp import LEAVE, line, openinference_trace, span, span_id, trace_id, traced_rag_request
 
-LEAVE = "Full-time employees get 18 days of annual leave."
 CARRY = "Up to 5 unused days carry over to the next year."
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
-        monkeypatch.delenv(var, raising=False)
+pytestmark = pytest.mark.usefixtures("no_judge_environment")
 
 
 def write(path: Path, *lines: str) -> Path:
@@ -272,21 +266,7 @@ def test_sdk_exported_spans_are_graded_by_the_judge(tmp_path: Path) -> None:
     store = {"leave-2": LEAVE, "leave-7": CARRY}
     for question, answer in (("How many days of leave?", "Full-time employees get 18 days of annual leave [leave-2]."),
                              ("Do unused days carry over?", f"{CASH} [leave-7].")):
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("input.value", question)
-            with tracer.start_as_current_span("retrieve") as ret:
-                ret.set_attribute("openinference.span.kind", "RETRIEVER")
-                ret.set_attribute("input.value", question)
-                for i, (doc, text) in enumerate(store.items()):
-                    ret.set_attribute(f"retrieval.documents.{i}.document.id", doc)
-                    ret.set_attribute(f"retrieval.documents.{i}.document.content", text)
-                    ret.set_attribute(f"retrieval.documents.{i}.document.score", 0.9 - i / 10)
-            with tracer.start_as_current_span("generate") as llm:
-                llm.set_attribute("openinference.span.kind", "LLM")
-                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
-                llm.set_attribute("llm.output_messages.0.message.content", answer)
-            root.set_attribute("output.value", answer)
+        traced_rag_request(tracer, question, answer, store)
     with tracer.start_as_current_span("health-check"):
         pass  # a span of no RAG request: skipped with its reason
     provider.shutdown()

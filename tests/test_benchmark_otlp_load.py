@@ -18,12 +18,7 @@ from tests.support.openai_server import ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "otlp_load.py"
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
-        monkeypatch.delenv(var, raising=False)
+pytestmark = pytest.mark.usefixtures("no_judge_environment")
 
 
 def bench():  # the script, imported as a module

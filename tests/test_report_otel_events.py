@@ -5,29 +5,16 @@ JSON codec reads."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from groundjudge.cli import main
-from tests.support.openai_server import Reply, ScriptedOpenAIServer
-from tests.support.otlp import line, openinference_trace, span_id, trace_id
+from tests.support.openai_server import ScriptedOpenAIServer
+from tests.support.otlp import CASH, LEAVE, cash_is_unsupported, line, openinference_trace, span_id, trace_id
 
-LEAVE = "Full-time employees get 18 days of annual leave."
-CASH = "Unused days are paid out in cash"
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def judge_script(body: dict, index: int) -> Reply:
-    p = 0.05 if CASH in body["messages"][-1]["content"] else 0.9
-    return Reply("Yes" if p >= 0.5 else "No", top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))
+pytestmark = pytest.mark.usefixtures("no_judge_environment")
 
 
 def events_of(path: Path) -> list[dict]:
@@ -55,7 +42,7 @@ def test_each_verdict_is_an_evaluation_event_on_the_graded_span(tmp_path: Path) 
     export = tmp_path / "spans.jsonl"
     export.write_text(line(spans) + "\n")
     events, out = tmp_path / "events.jsonl", tmp_path / "out"
-    with ScriptedOpenAIServer(judge_script) as srv:
+    with ScriptedOpenAIServer(cash_is_unsupported) as srv:
         result = CliRunner().invoke(main, ["run", "--traces", str(export), "--otel-events", str(events),
                                            "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-history",
                                            "--judge-base-url", srv.base_url, "--judge-model", srv.model])
@@ -88,7 +75,7 @@ def test_traces_that_did_not_come_from_opentelemetry_are_counted_not_linked(tmp_
                                   "context_chunks": [{"chunk_id": "leave-2", "text": LEAVE}],
                                   "citations": ["leave-2"]}) + "\n")
     events = tmp_path / "events.jsonl"
-    with ScriptedOpenAIServer(judge_script) as srv:
+    with ScriptedOpenAIServer(cash_is_unsupported) as srv:
         result = CliRunner().invoke(
             main, ["run", "--golden", str(golden), "--traces", str(traces), "--otel-events", str(events),
                    "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--no-history", "--quiet",

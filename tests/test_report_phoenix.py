@@ -6,7 +6,6 @@ updates them rather than adding more."""
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from pathlib import Path
@@ -17,23 +16,12 @@ from click.testing import CliRunner
 from groundjudge.cli import main
 from groundjudge.errors import InputError
 from groundjudge.load.phoenix import EXTRA_MISSING, parse_since
-from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.support.openai_server import ScriptedOpenAIServer
+from tests.support.otlp import CASH, LEAVE, cash_is_unsupported, traced_rag_request
 from tests.support.phoenix_server import phoenix_executable, phoenix_server
 
-LEAVE = "Full-time employees get 18 days of annual leave."
-CASH = "Unused days are paid out in cash"
 PROJECT = "rag-nightly"
-
-
-@pytest.fixture(autouse=True)
-def _no_judge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def judge_script(body: dict, index: int) -> Reply:
-    p = 0.05 if CASH in body["messages"][-1]["content"] else 0.9
-    return Reply("Yes" if p >= 0.5 else "No", top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))
+pytestmark = pytest.mark.usefixtures("no_judge_environment")
 
 
 def send_pipeline_spans(url: str) -> dict[str, str]:
@@ -50,21 +38,7 @@ def send_pipeline_spans(url: str) -> dict[str, str]:
     roots = {}
     for question, answer in (("How many days of leave?", f"{LEAVE} [leave-2]"),
                              ("What happens to unused days?", f"{CASH} [leave-2].")):
-        with tracer.start_as_current_span("rag") as root:
-            root.set_attribute("openinference.span.kind", "CHAIN")
-            root.set_attribute("input.value", question)
-            with tracer.start_as_current_span("retrieve") as ret:
-                ret.set_attribute("openinference.span.kind", "RETRIEVER")
-                ret.set_attribute("input.value", question)
-                ret.set_attribute("retrieval.documents.0.document.id", "leave-2")
-                ret.set_attribute("retrieval.documents.0.document.content", LEAVE)
-                ret.set_attribute("retrieval.documents.0.document.score", 0.91)
-            with tracer.start_as_current_span("generate") as llm:
-                llm.set_attribute("openinference.span.kind", "LLM")
-                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
-                llm.set_attribute("llm.output_messages.0.message.content", answer)
-            root.set_attribute("output.value", answer)
-            roots[answer] = format(root.get_span_context().span_id, "016x")
+        roots[answer] = traced_rag_request(tracer, question, answer, {"leave-2": LEAVE})
     provider.shutdown()
     return roots
 
@@ -94,7 +68,7 @@ def annotations_of(url: str, span_ids: list[str]) -> list[dict]:
 
 def grade(url: str, tmp_path: Path, name: str) -> tuple[object, Path]:
     out = tmp_path / name
-    with ScriptedOpenAIServer(judge_script) as srv:
+    with ScriptedOpenAIServer(cash_is_unsupported) as srv:
         result = CliRunner().invoke(main, ["run", "--from-phoenix", url, "--project", PROJECT, "--since", "24h",
                                            "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-history",
                                            "--judge-base-url", srv.base_url, "--judge-model", srv.model])

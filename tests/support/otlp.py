@@ -4,7 +4,10 @@ integers as decimal strings, attributes as typed key/value lists, one ``TracesDa
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+from tests.support.openai_server import Reply
 
 
 def any_value(value: Any) -> dict[str, Any]:
@@ -73,3 +76,37 @@ def openinference_trace(n: int, *, question: str, answer: str, docs: list[tuple[
                                           "llm.token_count.prompt": 120, "llm.token_count.completion": 30},
              start_ms=70, end_ms=880),
     ]
+
+
+# Two facts the scripted judge decides on: the leave policy's text, and a claim it does not support.
+LEAVE = "Full-time employees get 18 days of annual leave."
+CASH = "Unused days are paid out in cash"
+
+
+def cash_is_unsupported(body: dict[str, Any], index: int) -> Reply:
+    """A scripted claim_check judge: "No" (P(yes) 0.05) to any question about the cash claim,
+    "Yes" (0.9) to the rest."""
+    p = 0.05 if CASH in body["messages"][-1]["content"] else 0.9
+    return Reply("Yes" if p >= 0.5 else "No", top_logprobs=((("Yes", math.log(p)), ("No", math.log(1 - p))),))
+
+
+def traced_rag_request(tracer: Any, question: str, answer: str, documents: dict[str, str]) -> str:
+    """One RAG request traced with the OpenTelemetry SDK in the OpenInference conventions: a
+    CHAIN root (question in, answer out), a RETRIEVER span with ``documents`` (id -> content,
+    scores falling from 0.9) and an LLM span with the answer. Returns the root span's id (hex)."""
+    with tracer.start_as_current_span("rag") as root:
+        root.set_attribute("openinference.span.kind", "CHAIN")
+        root.set_attribute("input.value", question)
+        with tracer.start_as_current_span("retrieve") as ret:
+            ret.set_attribute("openinference.span.kind", "RETRIEVER")
+            ret.set_attribute("input.value", question)
+            for i, (doc, text) in enumerate(documents.items()):
+                ret.set_attribute(f"retrieval.documents.{i}.document.id", doc)
+                ret.set_attribute(f"retrieval.documents.{i}.document.content", text)
+                ret.set_attribute(f"retrieval.documents.{i}.document.score", 0.9 - i / 10)
+        with tracer.start_as_current_span("generate") as llm:
+            llm.set_attribute("openinference.span.kind", "LLM")
+            llm.set_attribute("llm.output_messages.0.message.role", "assistant")
+            llm.set_attribute("llm.output_messages.0.message.content", answer)
+        root.set_attribute("output.value", answer)
+        return format(root.get_span_context().span_id, "016x")

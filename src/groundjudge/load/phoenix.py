@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from groundjudge.errors import InputError
+from groundjudge.load.adapters.otlp_json import to_any_value
 
 __all__ = ["EXTRA_MISSING", "fetch_spans", "parse_since", "phoenix_client", "to_otlp_lines"]
 
@@ -55,20 +56,6 @@ def _nanos(stamp: str) -> int:
     return int(when.timestamp() * 1_000_000) * 1000
 
 
-def _any(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, (list, tuple)):
-        return {"arrayValue": {"values": [_any(v) for v in value]}}
-    if isinstance(value, Mapping):  # a nested attribute object: flattened the OpenInference way
-        return {"stringValue": orjson.dumps(value).decode()}
-    return {"stringValue": "" if value is None else str(value)}
-
-
 def _flat(attributes: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
     """Phoenix may return attributes nested (``{"retrieval": {"documents": [...]}}``) or flat:
     both come back flat, lists of objects by index (``retrieval.documents.0.document.id``)."""
@@ -93,7 +80,7 @@ def to_otlp_span(span: Mapping[str, Any]) -> dict[str, Any]:
     return {"traceId": span["context"]["trace_id"], "spanId": span["context"]["span_id"],
             "parentSpanId": span.get("parent_id") or "", "name": span.get("name", ""),
             "startTimeUnixNano": str(_nanos(span["start_time"])), "endTimeUnixNano": str(_nanos(span["end_time"])),
-            "attributes": [{"key": k, "value": _any(v)} for k, v in attributes.items()], "status": status}
+            "attributes": [{"key": k, "value": to_any_value(v)} for k, v in attributes.items()], "status": status}
 
 
 def to_otlp_lines(spans: Iterable[Mapping[str, Any]], project: str) -> Iterable[bytes]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from groundjudge.load.adapters.otlp_json import to_any_value
+
 __all__ = ["EVENT_NAME", "evaluation_events", "explanation"]
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -32,18 +34,8 @@ _BATCH = 512  # records a line, as an exporter batches them
 _SEVERITY_INFO = 9
 
 
-def _value(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    return {"stringValue": str(value)}
-
-
 def _attributes(values: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": _value(v)} for k, v in values.items() if v is not None]
+    return [{"key": k, "value": to_any_value(v)} for k, v in values.items() if v is not None]
 
 
 def explanation(criterion: str, case: Mapping[str, Any]) -> str:

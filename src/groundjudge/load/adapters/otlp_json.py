@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from sys import intern as _intern
@@ -253,3 +253,20 @@ def read_spans(path: Path, keep: Callable[[str], bool], keep_resource: Callable[
                 break
     if problems:
         raise InputError(problems)
+
+
+def to_any_value(value: Any) -> dict[str, Any]:
+    """``value`` as OTLP JSON's AnyValue, for what groundjudge writes (spans read from Phoenix,
+    evaluation events): 64-bit integers as strings, as OTLP JSON writes them; a nested mapping
+    as its JSON text, the way OpenInference flattens attribute objects; None as an empty string."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [to_any_value(v) for v in value]}}
+    if isinstance(value, Mapping):
+        return {"stringValue": orjson.dumps(value).decode()}
+    return {"stringValue": "" if value is None else str(value)}
