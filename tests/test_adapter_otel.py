@@ -157,6 +157,7 @@ def test_a_messy_export_skips_each_trace_with_its_reason(tmp_path: Path) -> None
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["accounting"]["skipped_traces"] == MESSY_REASONS
     md = (out / "report.md").read_text()
+    assert "- cases (no golden set: one per trace): 1" in md and "cases in the golden set" not in md
     assert "- traces not graded: 4" in md
     assert "  - 1: no retriever or reranker span (nothing says what the answer was grounded on) (e.g. `" \
            f"{trace_id(10)}`)" in md

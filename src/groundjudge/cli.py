@@ -451,7 +451,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
                    f"{t.usage.requests} requests, {t.usage.tokens_text()}")
         gates = result.gates
         click.echo("verdict: " + ("PASS" if gates.passed else "FAIL: " + terminal("; ".join(gates.failed))))
-        click.echo(f"wrote {out_dir / 'report.json'}, report.md, report.html and triage.md")
+        click.echo(f"wrote {out_dir / 'report.json'}, cases.parquet, report.md, report.html and triage.md")
         if own is not None:
             click.echo(f"profile {own.name}: "
                        + (own.status or {True: "PASS", False: "FAIL", None: "no gate of its own"}[own.passed]))

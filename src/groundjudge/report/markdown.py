@@ -104,7 +104,9 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     out += _leak_lines(doc)
     trec = "qrels" in doc.get("inputs", {})
     out += ["## Accounting", "",
-            f"- queries in the qrels: {acc['cases']}" if trec else f"- cases in the golden set: {acc['cases']}",
+            f"- queries in the qrels: {acc['cases']}" if trec
+            else f"- cases in the golden set: {acc['cases']}" if doc.get("inputs", {}).get("golden", "-")
+            else f"- cases (no golden set: one per trace): {acc['cases']}",
             *(f"- {markdown_code(cfg)}: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
               + (f" ({', '.join(map(markdown, acc['missing_trace'][cfg][:10]))})"
                  if acc['missing_trace'].get(cfg) else "")
