@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import MappingProxyType
+from typing import cast
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
@@ -54,8 +55,8 @@ def ranking_of(trace: Trace) -> list[str]:
     chunks = trace.retrieved_chunks
     ids = chunk_ids(chunks)
     given = chunk_scores(chunks)
-    scores = [x for x in given if x is not None]
-    if chunks and len(scores) == len(given):
+    if chunks and None not in given:
+        scores = cast("Sequence[float]", given)  # no None, checked just above
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
         # goes the general way.
