@@ -17,6 +17,7 @@ import click
 
 from groundjudge.errors import InputError, JudgeUnavailable, StorageError
 from groundjudge.inert import terminal, terminal_json
+from groundjudge.urls import redact_url
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -443,7 +444,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     if phoenix is not None:
         written = api.annotate_phoenix(result, doc, phoenix, report_url=(out_dir / "report.html").resolve().as_uri())
         if not quiet:
-            click.echo(f"wrote {written} span annotations to Phoenix at {phoenix}")
+            click.echo(f"wrote {written} span annotations to Phoenix at {redact_url(phoenix)}")
     print_summary(doc, quiet)
     if not quiet:
         t = result.judge.totals

@@ -20,6 +20,7 @@ import orjson
 
 from groundjudge.errors import InputError
 from groundjudge.load.adapters.otlp_json import to_any_value
+from groundjudge.urls import redact_url
 
 __all__ = ["EXTRA_MISSING", "fetch_spans", "parse_since", "phoenix_client", "to_otlp_lines"]
 
@@ -108,8 +109,9 @@ def fetch_spans(url: str, project: str, path: Path, *, since: timedelta | None =
     try:
         spans = client.spans.get_spans(project_identifier=project, start_time=start, limit=_LIMIT)
     except Exception as exc:  # noqa: BLE001 - the client raises httpx's and its own errors; one line says which
-        raise InputError.one(url, None, "--from-phoenix", f"cannot read project {project!r}: "
-                                                          f"{type(exc).__name__}: {exc}") from None
+        shown = redact_url(url)  # a URL's user info or key never reaches a message
+        raise InputError.one(shown, None, "--from-phoenix", f"cannot read project {project!r}: "
+                             f"{type(exc).__name__}: {str(exc).replace(url, shown)}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as handle:
         for chunk in to_otlp_lines(spans, project):
