@@ -6,6 +6,7 @@ import copy
 import gc
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -994,7 +995,7 @@ def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...],
                                  model=model_kind, rater=rater)  # type: ignore[arg-type]
     base = fitting.base_rubric(done.labelled, _base_folders(config.judge.rubrics_dir, out_dir))
     rubric_id = name or f"{base.id}_aligned"
-    if not (rubric_id.replace("_", "").isalnum() and rubric_id == rubric_id.lower()):
+    if not re.fullmatch(r"[a-z0-9_]+", rubric_id):
         raise InputError.one("command line", None, "name", f"{rubric_id!r} is not a rubric id (a-z, 0-9, _)")
     derived = fitting.derived_rubric(base, done, rubric_id, fitting.next_version(out_dir, rubric_id), criterion)
     path = fitting.write_derived(derived, out_dir)
