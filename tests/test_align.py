@@ -30,6 +30,7 @@ pytestmark = pytest.mark.usefixtures("no_judge_environment")
 
 FITTED, HELD = 20, 6  # questions whose labels align sees, and questions it never sees
 CONFIGS = ("m1", "m2", "m3", "m4")
+grades: dict[tuple[str, str], int] = {}  # the people's `correct` grade of each answer
 
 
 def _sentences(i: int) -> dict[str, str]:
@@ -45,10 +46,12 @@ def write_dataset(root: Path) -> dict[tuple[str, str], list[tuple[int, int] | No
     rng = random.Random(7)
     golden, corpus, traces = [], [], {c: [] for c in CONFIGS}
     spans: dict[tuple[str, str], list[tuple[int, int] | None]] = {}
+    grades.clear()
     for i in range(FITTED + HELD):
         qid = f"q{i:02d}"
         question = f"How large is plan {i}?"
-        golden.append({"id": qid, "question": question, "expected_answer": None, "expected_behavior": "answer"})
+        golden.append({"id": qid, "question": question, "expected_behavior": "answer",
+                       "expected_answer": f"The plan covers {10 + i} sites. The plan has {30 + i} staff."})
         corpus.append({"chunk_id": f"{qid}#1", "doc_id": qid,
                        "text": f"The plan covers {10 + i} sites in Lyon and {30 + i} staff. Members meet every week."})
         s = _sentences(i)
@@ -59,6 +62,7 @@ def write_dataset(root: Path) -> dict[tuple[str, str], list[tuple[int, int] | No
             answer = " ".join(s[p] for p in parts)
             start = answer.find(s["bad"]) if "bad" in parts else -1
             spans[(qid, config)] = [(start, start + len(s["bad"]))] if start >= 0 else []
+            grades[(qid, config)] = ("good" in parts or "paraphrase" in parts) + 2 * ("staff" in parts)
             traces[config].append({"query_id": qid, "config_id": config, "question": question,
                                    "retrieved_chunks": [{"chunk_id": f"{qid}#1", "doc_id": qid, "rank": 1}],
                                    "context_chunks": [{"chunk_id": f"{qid}#1"}], "answer": answer, "citations": [],
@@ -71,7 +75,7 @@ def write_dataset(root: Path) -> dict[tuple[str, str], list[tuple[int, int] | No
 
 
 def write_labels(path: Path, spans: dict, questions: set[str]) -> None:
-    _jsonl(path, [{"query_id": q, "config_id": c, "rater": "people", "faithful": not s,
+    _jsonl(path, [{"query_id": q, "config_id": c, "rater": "people", "faithful": not s, "correct": grades[(q, c)],
                    "spans": [{"start": a, "end": b, "text": "", "label_type": "Evident Baseless Info"} for a, b in s]}
                   for (q, c), s in sorted(spans.items()) if q in questions])
 
@@ -182,6 +186,10 @@ def test_the_derived_rubric_keeps_its_base_questions_and_is_pinned(aligned: dict
     assert derived.aligned.labels_sha256 == [hashlib.sha256((root / "labels.jsonl").read_bytes()).hexdigest()]
     assert sorted(derived.aligned.fitted_questions) == aligned["questions"][:FITTED]
     assert derived.aligned.out_of_fold["kappa"] is not None
+    # the labels also grade `correct`: its cut points are fitted (on the nugget answers) and measured
+    fitted = derived.aligned.criteria["correct"]
+    assert fitted.cut_points is not None and len(fitted.cut_points) == 3 and fitted.out_of_fold["n"] == FITTED * 4
+    assert "correct: cut points" in aligned["fit_output"]
     path = root / "rubrics" / "claim_check_aligned" / "v1.yaml"
     edited = root / "edited"
     (edited / "claim_check_aligned").mkdir(parents=True)

@@ -44,3 +44,23 @@ def test_the_soft_minimum_lies_between_the_minimum_and_the_mean() -> None:
     assert 0.2 < soft < sum(supports) / 3
     assert combine(supports, "softmin", 1e-4) == pytest.approx(0.2, abs=1e-3)
     assert combine([], "min", 0.0) == 1.0  # nothing to check
+
+
+def test_a_fitted_cut_point_changes_the_grade_only_in_an_aligned_rubric() -> None:
+    from groundjudge.judge.alignment import Aligned, FittedCriterion
+    from groundjudge.judge.results import NuggetResult
+    from groundjudge.judge.rubric import Criterion
+    from groundjudge.judge.scoring import criterion_values
+
+    correct = Criterion(name="correct", kind="ordinal", labels=[0, 1, 2, 3], description="d", metric="correctness",
+                        score="nugget_grade", cut_points=[0.25, 0.6, 0.95])
+    nuggets = [NuggetResult(text=f"n{i}", stated=i < 2) for i in range(4)]  # half stated
+    aligned = Aligned(criterion="faithful", claim_model=ClaimModel(kind="grounded", term_factor=0.7), threshold=0.3,
+                      labels_sha256=["0" * 64], fitted_questions=["q"], claim_labels=False, folds=5, seed=0,
+                      out_of_fold={}, criteria={"correct": FittedCriterion(cut_points=[0.1, 0.4, 0.8],
+                                                                           out_of_fold={})})
+    plain = criterion_values([correct], claims=[], nuggets=nuggets, has_expected_answer=True)
+    fitted = criterion_values([correct], claims=[], nuggets=nuggets, has_expected_answer=True, aligned=aligned)
+    assert plain["correct"].label == 1 and fitted["correct"].label == 2
+    with pytest.raises(ValidationError, match="ascend"):
+        FittedCriterion(cut_points=[0.5, 0.2, 0.9], out_of_fold={})

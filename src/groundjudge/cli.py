@@ -997,11 +997,19 @@ def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...],
     rubric_id = name or f"{base.id}_aligned"
     if not re.fullmatch(r"[a-z0-9_]+", rubric_id):
         raise InputError.one("command line", None, "name", f"{rubric_id!r} is not a rubric id (a-z, 0-9, _)")
-    derived = fitting.derived_rubric(base, done, rubric_id, fitting.next_version(out_dir, rubric_id), criterion)
+    others = fitting.fit_other_criteria(done, base, list(config.inputs.labels))
+    derived = fitting.derived_rubric(base, done, rubric_id, fitting.next_version(out_dir, rubric_id), criterion,
+                                     others)
     path = fitting.write_derived(derived, out_dir)
     _, record_path = fitting.oof_record(done, derived, list(config.inputs.labels), config.trust.records_dir, criterion,
                                         target_agreement=config.trust.target_agreement, risk=config.trust.risk)
     print_alignment(done, base.key, criterion)
+    for other, fitted in others.items():
+        kappa, low, high = fitted.oof
+        cuts = fitted.fitted.cut_points if fitted.fitted.threshold is None else [fitted.fitted.threshold]
+        click.echo(f"{terminal(other)}: {'cut points' if fitted.fitted.threshold is None else 'threshold'} "
+                   f"{', '.join(f'{c:.4g}' for c in cuts or [])}; kappa out-of-fold {_num(kappa)} [{_num(low)}, "
+                   f"{_num(high)}], in-sample {_num(fitted.in_sample)}, base {_num(fitted.base)} (n={fitted.n})")
     click.echo(f"wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}, derived from "
                f"{base.key}); use it with --rubric {derived.id} and [judge] rubrics_dir = {terminal(str(out_dir))}")
     click.echo(f"wrote its out-of-fold calibration record {terminal(str(record_path))}")

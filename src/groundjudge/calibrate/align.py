@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from groundjudge.calibrate.align_cuts import criterion_items, fit_criterion
 from groundjudge.calibrate.align_data import AnswerItem, Labelled, labelled_items
 from groundjudge.calibrate.align_eval import Figures, cross_fit, figures, learning_curve, question_folds
 from groundjudge.calibrate.align_model import Fit, ModelKind, fit
@@ -26,7 +27,7 @@ from groundjudge.calibrate.record import build_record, write_record
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, load_labels
 from groundjudge.errors import InputError
 from groundjudge.files import together, write_text_atomic
-from groundjudge.judge.alignment import Aligned
+from groundjudge.judge.alignment import Aligned, FittedCriterion
 from groundjudge.judge.results import CriterionInfo
 from groundjudge.judge.rubric import LOCK_NAME, Rubric, load_rubric, parse_rubric_file, read_lock
 from groundjudge.judge.scoring import centred
@@ -51,6 +52,7 @@ class Alignment:
     k: int
     seed: int
     model: ModelKind
+    criterion: str
 
 
 def run_alignment(report: Path, labels: Sequence[Path], *, criterion: str = "faithful", k: int = 5, seed: int = 0,
@@ -76,7 +78,46 @@ def run_alignment(report: Path, labels: Sequence[Path], *, criterion: str = "fai
         in_sample=figures(items, in_labels, in_scores, seed=seed, reps=reps),
         base=figures(items, [i.base_label for i in items], base_scores, seed=seed, reps=reps),
         curve=learning_curve(items, fitter, folds, seed) if curve else [],
-        oof_labels=predictions.labels, oof_scores=predictions.scores, k=k, seed=seed, model=model)
+        oof_labels=predictions.labels, oof_scores=predictions.scores, k=k, seed=seed, model=model,
+        criterion=criterion)
+
+
+@dataclass
+class OtherCriterion:
+    fitted: FittedCriterion
+    oof: tuple[float | None, float | None, float | None]  # kappa and its CI
+    in_sample: float | None
+    base: float | None  # the base rubric's kappa on the same answers
+    n: int
+
+
+def fit_other_criteria(alignment: Alignment, base: Rubric, labels: Sequence[Path], *, reps: int = 1000
+                       ) -> dict[str, OtherCriterion]:
+    """The base rubric's other criteria that the labels carry, each fitted and measured out of
+    fold on the claim model's folds (``align_cuts``)."""
+    from groundjudge.calibrate.agreement import kappa
+
+    judge = alignment.labelled.judge
+    kinds = {c.name: c.score_kind for c in base.criteria if c.name != alignment.criterion}
+    fold_of = {item.query_id: f for item, f in zip(alignment.labelled.items, alignment.folds)}
+    out = {}
+    for items in criterion_items(judge, kinds, labels, alignment.labelled.rater):
+        # questions labelled for this criterion only: dealt to folds as the claim model's were
+        extra = sorted(set(items.query_ids) - set(fold_of))
+        folds = dict(fold_of) | {q: i % alignment.k for i, q in enumerate(extra)}
+        try:
+            fitted, figures_ = fit_criterion(items, folds, alignment.seed, reps)
+        except ValueError as exc:
+            raise InputError.one(labels[0], None, items.name, str(exc)) from None
+        base_labels = []
+        for q, config_id in items.keys:
+            case = judge.case(config_id, q) if config_id is not None else None
+            base_labels.append(case.label(items.name) if case is not None else None)
+        pairs = [(b, t) for b, t in zip(base_labels, items.truth) if b is not None]
+        base_kappa = kappa([b for b, _ in pairs], [t for _, t in pairs], items.labels,
+                           "quadratic" if items.ordinal else None) if pairs else None
+        out[items.name] = OtherCriterion(fitted, figures_["oof"], figures_["in_sample"], base_kappa, figures_["n"])
+    return out
 
 
 def base_rubric(labelled: Labelled, rubrics_dirs: Sequence[Path]) -> Rubric:
@@ -95,7 +136,8 @@ def base_rubric(labelled: Labelled, rubrics_dirs: Sequence[Path]) -> Rubric:
                          f"the report's rubric {ref.id}/v{ref.version} is in none of the rubric folders")
 
 
-def derived_rubric(base: Rubric, alignment: Alignment, name: str, version: int, criterion: str) -> Rubric:
+def derived_rubric(base: Rubric, alignment: Alignment, name: str, version: int, criterion: str,
+                   others: dict[str, OtherCriterion] | None = None) -> Rubric:
     """The base rubric with a new id and version, ``derived_from`` and the fitted values."""
     final = alignment.final
     oof = alignment.oof.by_metric
@@ -106,7 +148,8 @@ def derived_rubric(base: Rubric, alignment: Alignment, name: str, version: int, 
         folds=alignment.k, seed=alignment.seed,
         out_of_fold={"n": alignment.oof.n, **{m: _r(f.value) for m, f in oof.items()},
                      **{f"{m}_ci": [round(f.ci_low, 4), round(f.ci_high, 4)] for m, f in oof.items()
-                        if f.ci_low is not None and f.ci_high is not None}})
+                        if f.ci_low is not None and f.ci_high is not None}},
+        criteria={name: other.fitted for name, other in (others or {}).items()})
     data = base.model_dump(mode="json", exclude_defaults=True)
     data.pop("opt_in", None)
     data.update(id=name, version=version, derived_from=f"{base.key}@{base.content_hash}",

@@ -60,10 +60,11 @@ def _spans(label: HumanLabel, path: Path, line: int) -> list[tuple[int, int]] | 
     return out
 
 
-def read_labels(paths: Sequence[Path], criterion: str, rater: str | None
-                ) -> tuple[dict[tuple[str, str | None], tuple[bool, list[tuple[int, int]] | None]], str]:
-    """Per item, the rater's verdict on ``criterion`` and their spans (None: none recorded)."""
-    by_rater: dict[str, dict[tuple[str, str | None], tuple[bool, list[tuple[int, int]] | None]]] = {}
+def read_labels(paths: Sequence[Path], criterion: str, rater: str | None, *, ordinal: bool = False,
+                required: bool = True) -> tuple[dict[tuple[str, str | None], tuple[Any, list[tuple[int, int]] | None]], str]:
+    """Per item, the rater's label of ``criterion`` (true/false, or a grade when ``ordinal``) and
+    their spans (None: none recorded). Without ``required``, no label of it gives nothing."""
+    by_rater: dict[str, dict[tuple[str, str | None], tuple[Any, list[tuple[int, int]] | None]]] = {}
     problems = []
     for path in paths:
         for line, label in read_records(path, HumanLabel):
@@ -72,7 +73,10 @@ def read_labels(paths: Sequence[Path], criterion: str, rater: str | None
                 value = (label.model_extra or {}).get(criterion)
             if value is None:
                 continue
-            if not isinstance(value, bool):
+            if ordinal and (isinstance(value, bool) or not isinstance(value, int)):
+                problems.append(InputProblem(str(path), line, criterion, "must be a grade (an integer) or null"))
+                continue
+            if not ordinal and not isinstance(value, bool):
                 problems.append(InputProblem(str(path), line, criterion, "must be true, false or null"))
                 continue
             items = by_rater.setdefault(label.rater, {})
@@ -83,9 +87,13 @@ def read_labels(paths: Sequence[Path], criterion: str, rater: str | None
             items[key] = (value, _spans(label, path, line))
     if problems:
         raise InputError(problems)
+    if not by_rater and not required:
+        return {}, rater or ""
     if not by_rater:
         raise InputError.one(paths[0] if paths else "labels", None, criterion, f"no labels of {criterion}")
     chosen = rater or min(by_rater, key=lambda r: (-len(by_rater[r]), r))
+    if chosen not in by_rater and not required:
+        return {}, chosen
     if chosen not in by_rater:
         raise InputError.one(paths[0], None, "rater", f"no labels from {chosen!r}; raters: {sorted(by_rater)}")
     return by_rater[chosen], chosen

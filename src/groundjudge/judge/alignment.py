@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from groundjudge.judge.claim_signals import FEATURES, SIGNS, ClaimSignals, claim_signals
 from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict
+
+if TYPE_CHECKING:
+    from groundjudge.judge.rubric import Criterion
 
 
 class ClaimModel(BaseModel):
@@ -57,6 +60,24 @@ class ClaimModel(BaseModel):
         return sigmoid(z)
 
 
+class FittedCriterion(BaseModel):
+    """Another criterion's fitted threshold (binary) or cut points (ordinal), and its
+    out-of-fold kappa on the labels it was fitted on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    cut_points: list[float] | None = None
+    out_of_fold: dict[str, float | int | list[float] | None]
+
+    @model_validator(mode="after")
+    def _one(self) -> FittedCriterion:
+        if (self.threshold is None) == (self.cut_points is None):
+            raise ValueError("a fitted criterion has either a threshold or cut points")
+        if self.cut_points is not None and self.cut_points != sorted(self.cut_points):
+            raise ValueError("cut points must ascend")
+        return self
+
+
 class Aligned(BaseModel):
     """The fitted part of a derived rubric, and the evidence it was fitted on."""
 
@@ -72,6 +93,17 @@ class Aligned(BaseModel):
     folds: int = Field(ge=2)
     seed: int
     out_of_fold: dict[str, float | int | list[float] | None]  # its out-of-fold figures on the fitted labels
+    # other criteria fitted where the labels carry them, by name
+    criteria: dict[str, FittedCriterion] = Field(default_factory=dict)
+
+    def applied(self, criterion: Criterion) -> Criterion:
+        """``criterion`` with its fitted threshold or cut points, where they were fitted."""
+        fitted = self.criteria.get(criterion.name)
+        if fitted is None:
+            return criterion
+        if fitted.threshold is not None:
+            return criterion.model_copy(update={"threshold": fitted.threshold})
+        return criterion.model_copy(update={"cut_points": fitted.cut_points})
 
 
 def sigmoid(z: float) -> float:

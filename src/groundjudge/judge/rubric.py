@@ -233,6 +233,14 @@ class Rubric(BaseModel):
             raise ValueError("aligned: only a claim_questions rubric with grounding can be aligned")
         if not any(c.name == self.aligned.criterion and c.score_kind == "claim_support" for c in self.criteria):
             raise ValueError(f"aligned.criterion {self.aligned.criterion!r} is not a claim_support criterion")
+        for name, fitted in self.aligned.criteria.items():
+            criterion = next((c for c in self.criteria if c.name == name), None)
+            if criterion is None:
+                raise ValueError(f"aligned.criteria: the rubric has no criterion {name!r}")
+            if (fitted.cut_points is not None) != criterion.ordinal or (
+                    fitted.cut_points is not None and len(fitted.cut_points) != len(criterion.labels) - 1):
+                raise ValueError(f"aligned.criteria.{name}: a binary criterion takes a threshold, an ordinal one "
+                                 "a cut point per grade above the lowest")
         return self
 
     @model_validator(mode="after")

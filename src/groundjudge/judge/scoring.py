@@ -56,6 +56,11 @@ def _aligned(aligned: Aligned, claims: Sequence[ClaimResult]) -> CriterionValue:
                           confidence=centred(combined, aligned.threshold))
 
 
+def claim_probability(claim: ClaimResult, cited: bool) -> float:
+    """The support a ``claim_support`` (``cited``: ``cited_claim_support``) criterion reads from a claim."""
+    return _probability(claim, cited)
+
+
 def _probability(claim: ClaimResult, cited: bool) -> float:
     p = claim.cited_confidence if cited else claim.confidence
     if p is not None:
@@ -163,6 +168,8 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
     # label stays what decided it, the mean support is over the claims that were checked.
     checked = [c for c in claims if c.verdict != "unchecked"]
     for criterion in criteria:
+        if aligned is not None:  # another criterion's fitted threshold or cut points
+            criterion = aligned.applied(criterion)
         kind = criterion.score_kind
         if criterion.uses_expected_answer and not has_expected_answer:
             out[criterion.name] = CriterionValue(label=None, value=None)
