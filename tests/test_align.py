@@ -270,3 +270,15 @@ def test_bad_input_is_one_line_and_exit_2(aligned: dict, tmp_path: Path) -> None
                    "--out-dir", str(tmp_path / "r")])
     assert few.exit_code == 2 and "folds" in few.output
     assert not (tmp_path / "r").exists()  # nothing half-written
+
+
+def test_a_version_once_pinned_is_never_written_again(tmp_path: Path) -> None:
+    from groundjudge.calibrate.align import next_version
+
+    assert next_version(tmp_path, "claim_check_aligned") == 1
+    (tmp_path / "rubrics.lock").write_text(json.dumps({"rubrics": {"claim_check_aligned/v2": "a" * 64,
+                                                                   "other/v7": "b" * 64}}))
+    assert next_version(tmp_path, "claim_check_aligned") == 3  # v2's file is gone, its pin is not
+    (tmp_path / "claim_check_aligned").mkdir()
+    (tmp_path / "claim_check_aligned" / "v4.yaml").write_text("")
+    assert next_version(tmp_path, "claim_check_aligned") == 5

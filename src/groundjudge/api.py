@@ -677,7 +677,23 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     notes = write_notes(written, replaced, exact_records(identity, records))
     if fitting is not None and fitting["predictions"] == "in_sample":  # trust.in_sample: it never decides
         notes = [notes[0], f"this record is in-sample ({fitting['reason']}): it never decides trust"]
+    elif report_path is not None and _rubric_file(config, identity["rubric"]) is None:
+        ref = identity["rubric"]
+        notes.append(f"rubric {ref['id']}/v{ref['version']} is not in the rubrics folder ([judge] rubrics_dir): "
+                     "were it fitted by `groundjudge align`, whether these labels were used to fit it is not checked")
     return Calibration(record=written, path=path, replaced=replaced, trust=trust, notes=notes)
+
+
+def _rubric_file(config: Config, ref: dict[str, Any]) -> Path | None:
+    """Where ``rubric_for`` would find this rubric id and version, if anywhere."""
+    from groundjudge.judge.rubric import packaged_rubrics
+
+    name = Path(ref["id"]) / f"v{ref['version']}.yaml"
+    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
+    if folder is not None and (folder / name).is_file():
+        return folder / name
+    with packaged_rubrics() as installed:
+        return installed / name if (installed / name).is_file() else None
 
 
 def _fitting(config: Config, identity: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any] | None:

@@ -176,8 +176,12 @@ _Dumper.add_representer(str, _text)
 
 
 def next_version(out_dir: Path, name: str) -> int:
+    """One above every version of ``name`` in the folder or its lock file: a version once
+    pinned is never written again, even when its file is gone."""
     versions = [int(p.stem[1:]) for p in (out_dir / name).glob("v*.yaml") if p.stem[1:].isdigit()]
-    return max(versions, default=0) + 1
+    pinned = [int(key.rpartition("/v")[2]) for key in read_lock(out_dir)
+              if key.rpartition("/v")[0] == name and key.rpartition("/v")[2].isdigit()]
+    return max(versions + pinned, default=0) + 1
 
 
 def write_derived(rubric: Rubric, out_dir: Path) -> Path:
