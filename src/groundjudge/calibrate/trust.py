@@ -114,7 +114,7 @@ def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequen
     exact = [r for r in exact if not in_sample(r)]
     if not exact:
         why = (fitted_on[0].get("fitting") or {}).get("reason") or "its labels were used to fit the rubric"
-        return TrustStatus(trusted=False, reason=f"untrusted: the only calibration record is in-sample ({why}); "
+        return TrustStatus(trusted=False, reason=f"untrusted: every calibration record of this judge is in-sample ({why}); "
                                                  "calibrate on labels of questions the rubric was not fitted on, or "
                                                  "keep the out-of-fold record `groundjudge align` wrote",
                            record=fitted_on[0].get("_path"))
