@@ -56,7 +56,8 @@ def test_the_versions_ask_byte_identical_questions_and_keep_their_hashes() -> No
     for field in ("context", "claim", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
         assert getattr(V2.claim_questions, field) == getattr(V3.claim_questions, field)
     assert V3.claim_questions.model_dump() == {**V4.claim_questions.model_dump(),  # type: ignore[union-attr]
-                                               "grounding": {"term_factor": 0.7, "ask_model": "when_decisive"}}
+                                               "grounding": {"term_factor": 0.7, "ask_model": "when_decisive",
+                                                             "terms": "legacy", "language": None}}
     assert V3.criteria == V4.criteria
     assert V1.system_prompt == V2.system_prompt == V3.system_prompt == V4.system_prompt
 
