@@ -132,11 +132,13 @@ class Languages:
 
     def terms(self, text: str) -> list[str]:
         """The content terms of ``text`` in order, normalized; numbers without thousands
-        separators; CJK characters one by one (function words of one character dropped)."""
+        separators; CJK characters one by one, every one of them (the stop lists' single
+        characters include content such as 月, month, and a function character such as 的 is
+        in almost every passage anyway)."""
         out: list[str] = []
         for word in _WORD.findall(lang.normalize(text)):
             if _CJK.search(word):
-                out.extend(ch for ch in word if _CJK.match(ch) and not self._stop(ch))
+                out.extend(ch for ch in word if _CJK.match(ch))
             elif word[:1].isdigit():
                 out.append(word.replace(",", "").rstrip("."))
             elif not self.skip(word):
