@@ -1,5 +1,6 @@
 """The exact term check (judge/grounding.py) and claim_check v2, which combines it with the
-model's P(yes), against a scripted server."""
+model's P(yes), against a scripted server; its language-aware rule (``terms: snowball``) and
+claim_check v6, which uses it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from groundjudge.judge.cache import JudgeCache
+from groundjudge.judge.claim_check import plan_case
 from groundjudge.judge.client import ClientSettings
-from groundjudge.judge.grounding import TermIndex, terms
-from groundjudge.judge.rubric import load_rubric
+from groundjudge.judge.grounding import Languages, TermIndex, terms
+from groundjudge.judge.item import JudgeItem
+from groundjudge.judge.rubric import Grounding, load_rubric
 from tests.support.engine_run import judge_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 from tests.test_judge_claim_check import CONTEXTS, item, judge_script, statement, yes_no
@@ -20,6 +23,7 @@ V1 = load_rubric(ROOT / "rubrics", "claim_check", 1)
 V2 = load_rubric(ROOT / "rubrics", "claim_check", 2)
 V3 = load_rubric(ROOT / "rubrics", "claim_check", 3)
 V4 = load_rubric(ROOT / "rubrics", "claim_check", 4)
+V6 = load_rubric(ROOT / "rubrics", "claim_check", 6)
 
 
 # --- terms ------------------------------------------------------------------------------------
@@ -56,7 +60,8 @@ def test_the_versions_ask_byte_identical_questions_and_keep_their_hashes() -> No
     for field in ("context", "claim", "nugget_context", "nugget", "yes_tokens", "no_tokens"):
         assert getattr(V2.claim_questions, field) == getattr(V3.claim_questions, field)
     assert V3.claim_questions.model_dump() == {**V4.claim_questions.model_dump(),  # type: ignore[union-attr]
-                                               "grounding": {"term_factor": 0.7, "ask_model": "when_decisive"}}
+                                               "grounding": {"term_factor": 0.7, "ask_model": "when_decisive",
+                                                             "terms": "legacy", "language": None}}
     assert V3.criteria == V4.criteria
     assert V1.system_prompt == V2.system_prompt == V3.system_prompt == V4.system_prompt
 
@@ -296,3 +301,185 @@ def test_replies_without_token_counts_are_counted_as_such_not_as_zero_tokens(tmp
     assert (engine.totals.usage.unmetered, engine.totals.usage.tokens) == (1, 51)
     assert engine.totals.usage.tokens_text() == "51 tokens (+ 1 reply with no token count)"
     assert Usage(requests=4, unmetered=4).tokens_text() == "tokens not reported (4 replies)"
+
+
+# --- terms: snowball (claim_check v6) ----------------------------------------------------------
+
+LEAVE_EN = ["Employees can carry over up to five unused leave days into the next calendar year."]
+TAX_VI = ["Người nộp thuế phải khai báo thu nhập chậm nhất 30 ngày sau ngày nhận thông báo."]
+# A correct Vietnamese answer to TAX_VI: "You need to declare income within 30 days from when you
+# receive the notice". "bạn, cần, trong, từ, khi" (you, need, within, from, when) are function words.
+ANSWER_VI = "Bạn cần khai báo thu nhập trong 30 ngày từ khi nhận thông báo."
+
+
+def snowball(passages: list[str], claim: str, declared: str | None = None) -> list[str]:
+    languages = Languages.of_case(claim, passages, declared)
+    return TermIndex.of(passages, languages).unfound(claim)
+
+
+def test_snowball_english_function_words_are_no_terms_where_legacy_counts_them() -> None:
+    claim = "Yes, this means employees always get to go on carrying over unused leave days into the next year."
+    assert TermIndex.of(LEAVE_EN).unfound(claim) == ["yes", "means", "always", "get", "go"]  # v2-v5
+    assert snowball(LEAVE_EN, claim) == []  # "carrying" finds "carry": one stem
+    # frame words no stop list has: said about the passages, they state no fact
+    assert snowball(LEAVE_EN, "According to the passages, employees can additionally carry over leave.") == []
+
+
+def test_snowball_the_vietnamese_function_words_of_a_correct_answer_are_no_terms() -> None:
+    assert TermIndex.of(TAX_VI).unfound(ANSWER_VI) == ["bạn", "cần", "trong", "từ", "khi"]  # v4 flagged it
+    assert Languages.of_case(ANSWER_VI, TAX_VI) == Languages(answer="vi", passages="vi")
+    assert snowball(TAX_VI, ANSWER_VI) == []
+    # a wrong deadline and a penalty the passages never mention still are unfound
+    assert snowball(TAX_VI, "Bạn cần khai báo thu nhập trong 45 ngày, nếu không sẽ bị phạt.") == ["45", "phạt"]
+
+
+def test_snowball_content_words_numbers_and_names_stay_terms() -> None:
+    assert snowball(LEAVE_EN, "Yes, employees at Contoso always get 12 unused leave days paid out in cash.") == [
+        "contoso", "12", "paid", "cash"]
+    # numbers match exactly, and so do the number words a stop list holds ("5 million" != "5 billion")
+    assert snowball(["Revenue rose to 5 million dollars in 2023."], "Revenue rose to 5 billion dollars in 2024.") == [
+        "billion", "2024"]
+    assert snowball(["It costs 1,040 dollars."], "It costs 1040 dollars.") == []
+
+
+@pytest.mark.parametrize("passage, claim, language, unfound", [
+    ("Les demandes de congé sont envoyées au responsable hiérarchique.",
+     "La demande de congés est envoyée au responsable.", "fr", []),
+    ("Les demandes de congé sont envoyées au responsable hiérarchique.",
+     "La demande de congés est refusée par le directeur.", "fr", ["refusée", "directeur"]),
+    ("Die Anträge auf Urlaub werden beim Vorgesetzten eingereicht.",
+     "Ein Antrag auf Urlaub wird beim Vorgesetzten eingereicht.", "de", []),
+    ("Die Anträge auf Urlaub werden beim Vorgesetzten eingereicht.",
+     "Ein Antrag auf Urlaub wird bei der Personalabteilung eingereicht.", "de", ["personalabteilung"]),
+])
+def test_snowball_stems_french_and_german(passage: str, claim: str, language: str, unfound: list[str]) -> None:
+    assert Languages.of_case(claim, [passage]).answer == language
+    assert snowball([passage], claim) == unfound
+
+
+def test_snowball_reads_chinese_and_japanese_character_by_character() -> None:
+    passages = ["東京は日本の首都です。人口は約1400万人です。"]
+    assert snowball(passages, "日本の首都は東京です。") == []
+    assert snowball(passages, "日本の首都は大阪です。") == ["大", "阪"]  # as the legacy rule reads it
+    assert TermIndex.of(passages).unfound("日本の首都は大阪です。") == ["大", "阪"]
+    zh = ["纳税申报表每年提交一次。"]
+    assert Languages.of_case("纳税申报表每月提交。", zh).answer == "zh"
+    # every character is a term, also those the Chinese stop list holds (月, month)
+    assert snowball(zh, "纳税申报表每年提交。") == [] and snowball(zh, "纳税申报表每月提交。") == ["月"]
+
+
+def test_a_declared_language_is_used_where_detection_would_guess() -> None:
+    # too short to detect: the passages' language stands in, then a declaration overrides it
+    assert Languages.of_case("Ja.", LEAVE_EN) == Languages(answer="en", passages="en")
+    assert Languages.of_case("Ja.", LEAVE_EN, "de") == Languages(answer="de", passages="en")
+    assert snowball(LEAVE_EN, "Ja.") == ["ja"] and snowball(LEAVE_EN, "Ja.", "de") == []
+    # neither side long enough to tell: English, the fallback
+    assert Languages.of_case("Ok.", ["Five."]) == Languages(answer="en", passages="en")
+
+
+def test_a_mixed_language_case_indexes_the_passages_with_the_answers_stemmer() -> None:
+    # a Vietnamese answer about English passages: the English names it takes over are found,
+    # its own function words are no terms, and the English passages' function words neither
+    passages = ["Form 1040 is the standard federal income tax return filed by taxpayers."]
+    answer = "Bạn cần nộp Form 1040 khi khai thuế thu nhập liên bang theo the standard return."
+    languages = Languages.of_case(answer, passages)
+    assert languages == Languages(answer="vi", passages="en")
+    assert TermIndex.of(passages, languages).unfound(answer) == ["nộp", "khai", "thuế", "thu", "nhập", "liên",
+                                                                 "bang"]
+
+
+def test_grounding_language_needs_snowball_and_the_published_versions_keep_the_legacy_rule() -> None:
+    with pytest.raises(ValueError, match="only to terms: snowball"):
+        Grounding(term_factor=0.7, language="vi")
+    with pytest.raises(ValueError):
+        Grounding(term_factor=0.7, terms="snowball", language="vietnamese")
+    for rubric in (V2, V3, V4):
+        assert rubric.claim_questions is not None and rubric.claim_questions.grounding is not None
+        assert rubric.claim_questions.grounding.terms == "legacy"
+    assert V6.opt_in and V6.claim_questions is not None and V6.claim_questions.grounding is not None
+    assert V6.claim_questions.grounding.terms == "snowball" and V6.claim_questions.grounding.language is None
+    # v6 is v4 but for the term rule: the same questions, byte for byte, and the same criteria
+    assert V6.claim_questions.model_dump() == {**V4.claim_questions.model_dump(),  # type: ignore[union-attr]
+                                               "grounding": {"term_factor": 0.7, "ask_model": "when_answer_open",
+                                                             "terms": "snowball", "language": None}}
+    assert (V6.criteria, V6.system_prompt) == (V4.criteria, V4.system_prompt)
+
+
+@pytest.mark.parametrize("answer, unfound", [
+    # fixed examples: v4's unfound terms as they were before the snowball rule existed
+    (ANSWER, [[], ["30"], ["cash", "bonus", "paid", "quarterly"]]),
+    ("Yes, full-time staff always get 18 days. It means three years of service.",
+     [["yes", "always"], ["means", "service"]]),
+    ("The line manager's requests go to HR by 30 June.", [["hr", "30", "june"]]),
+])
+def test_v4_plans_the_same_unfound_terms_as_before(answer: str, unfound: list[list[str]]) -> None:
+    assert plan_case(V4, item(answer, expected=None)).unfound == unfound
+
+
+# --- claim_check v6 end to end ------------------------------------------------------------------
+
+def test_v6_reuses_v4s_answers_and_asks_only_claims_whose_ask_decision_changed(tmp_path: Path) -> None:
+    # claim 1: v4 finds "yes", "always" unfound and asks; v6 finds every term and asks nothing.
+    # claim 2: "30" unfound under both: asked by v4, v6 reads v4's answer. Claim 3: v4 finds
+    # "yes", "means", "always", "december" (four: decided, not asked, and the answer
+    # unfaithful); v6 finds only "december" and asks, the one new question.
+    answer = ("Yes, full-time staff always get 18 days of annual leave. Part-time staff get 30 days. "
+              "Yes, this means part-time staff always get to go on leave in December.")
+    truth = {"Part-time staff get 30 days.": 0.8}
+    cache = tmp_path / "cache"
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (v4,), _ = run(srv, V4, [item(answer, expected=None)], cache)
+        v4_asked = [statement(r.body) for r in srv.requests]
+        (v6,), engine = run(srv, V6, [item(answer, expected=None)], cache)
+        v6_asked = [statement(r.body) for r in srv.requests[len(v4_asked):]]
+    assert [c.unfound_terms for c in v4.claims] == [["yes", "always"], ["30"],
+                                                   ["yes", "means", "always", "december"]]
+    # the third claim decides v4's answer, so its other uncited claims are left unchecked
+    assert [c.verdict for c in v4.claims] == ["unchecked", "unchecked", "unsupported"] and v4_asked == []
+    assert v4.criteria["faithful"].label is False
+    assert [c.unfound_terms for c in v6.claims] == [[], ["30"], ["december"]]
+    assert v6_asked == ["Part-time staff get 30 days.",
+                        "Yes, this means part-time staff always get to go on leave in December."]
+    assert engine.totals.questions == 2
+    first, second, third = v6.claims
+    assert (first.verdict, first.confidence, first.model_confidence) == ("supported", 1.0, None)
+    assert second.confidence == pytest.approx(0.8 * 0.7) and third.confidence == pytest.approx(0.9 * 0.7)
+    assert v6.criteria["faithful"].label is True
+    # run again: every answer is cached
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (again,), engine = run(srv, V6, [item(answer, expected=None)], cache)
+        assert srv.requests == []
+    assert again.claims == v6.claims
+
+
+def test_v6_passes_the_correct_vietnamese_answer_v4_flags(tmp_path: Path) -> None:
+    case = JudgeItem(case_id="vi", config_id="cand", question="Thời hạn khai báo thu nhập là bao lâu?",
+                     contexts=(("thue#1", TAX_VI[0]),), answer=ANSWER_VI + " Nếu không sẽ bị phạt.",
+                     citations=(), expected_answer=None)
+    truth = {"Nếu không sẽ bị phạt.": 0.3}
+    with ScriptedOpenAIServer(judge_script(truth)) as srv:
+        (v4,), _ = run(srv, V4, [case], tmp_path / "v4")
+        (v6,), _ = run(srv, V6, [case], tmp_path / "v6")
+        asked = [statement(r.body) for r in srv.requests]
+    assert v4.claims[0].unfound_terms == ["bạn", "cần", "trong", "từ", "khi"]
+    assert v4.claims[0].verdict == "unsupported" and v4.criteria["faithful"].label is False
+    assert v6.claims[0].unfound_terms == [] and v6.claims[0].verdict == "supported"
+    # the penalty the passages never mention is still found out: one unfound term and the model's no
+    assert v6.claims[1].unfound_terms == ["phạt"] and v6.claims[1].verdict == "unsupported"
+    assert v6.claims[1].confidence == pytest.approx(0.3 * 0.7)
+    assert asked == ["Nếu không sẽ bị phạt."]  # v4 asked nothing: its first claim decided the answer
+    assert v6.criteria["faithful"].label is False
+
+
+def test_a_rubric_that_declares_the_language_reads_every_case_in_it(tmp_path: Path) -> None:
+    assert V6.claim_questions is not None and V6.claim_questions.grounding is not None
+    grounding = V6.claim_questions.grounding.model_copy(update={"language": "vi"})
+    declared = V6.model_copy(update={"claim_questions": V6.claim_questions.model_copy(
+        update={"grounding": grounding})})
+    # "Có thể." (it can) is too short to detect: the passages' language stands in
+    case = JudgeItem(case_id="vi", config_id="cand", question="Is leave carried over?", contexts=(
+        ("leave#1", LEAVE_EN[0]),), answer="Có thể.", citations=(), expected_answer=None)
+    assert plan_case(V6, case).languages == Languages(answer="en", passages="en")
+    assert plan_case(declared, case).languages == Languages(answer="vi", passages="en")
+    assert plan_case(V6, case).unfound == [["có", "thể"]]
+    assert plan_case(declared, case).unfound == [["thể"]]  # "có" (have, can) is a Vietnamese function word

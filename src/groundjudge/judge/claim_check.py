@@ -30,7 +30,7 @@ import orjson
 
 from groundjudge.judge.cache import canonical_json, canonical_strings
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
-from groundjudge.judge.grounding import TermIndex
+from groundjudge.judge.grounding import Languages, TermIndex
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.render import neutralize
 from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict, NuggetResult
@@ -144,6 +144,7 @@ class CasePlan:
     # Claims not asked because the answer's faithful verdict is already false without the model
     # (grounding ``ask_model: when_answer_open``): reported as unchecked.
     unchecked: frozenset[int] = frozenset()
+    languages: Languages | None = None  # grounding ``terms: snowball``: what the terms are read in
 
 
 def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
@@ -157,12 +158,16 @@ def plan_case(rubric: Rubric, item: JudgeItem) -> CasePlan:
                                 answer=neutralize(item.answer)) if nuggets else None
     unfound = None
     unchecked: frozenset[int] = frozenset()
+    languages = None
     if spec.grounding is not None:
-        index = _index(item.question, [text for _, text in item.contexts])
+        texts = [text for _, text in item.contexts]
+        if spec.grounding.terms == "snowball":
+            languages = Languages.of_case(item.answer, texts, spec.grounding.language)
+        index = _index(item.question, texts, languages)
         unfound = [index.unfound(s.text) for s in sentences]
         unchecked = _unchecked(rubric, sentences, unfound)
     return CasePlan(sentences=sentences, nuggets=nuggets, shared_prefix=shared, nugget_prefix=nugget_prefix,
-                    unfound=unfound, unchecked=unchecked)
+                    unfound=unfound, unchecked=unchecked, languages=languages)
 
 
 def _unchecked(rubric: Rubric, sentences: Sequence[Sentence], unfound: list[list[str]]) -> frozenset[int]:
@@ -180,9 +185,9 @@ def _unchecked(rubric: Rubric, sentences: Sequence[Sentence], unfound: list[list
                      if not s.citations and _ask_model(rubric, u))
 
 
-def _index(question: str, texts: Sequence[str]) -> TermIndex:
+def _index(question: str, texts: Sequence[str], languages: Languages | None = None) -> TermIndex:
     # The question counts as a source of terms: an answer may repeat what it was asked.
-    return TermIndex.of([question, *texts])
+    return TermIndex.of([question, *texts], languages)
 
 
 def _ask_model(rubric: Rubric, unfound: list[str] | None) -> bool:
@@ -264,7 +269,7 @@ def cited_unfound(rubric: Rubric, item: JudgeItem, plan: CasePlan) -> dict[int, 
     for i, s in enumerate(plan.sentences):
         texts = [shown[cid] for cid in dict.fromkeys(s.citations) if cid in shown]
         if texts:
-            out[i] = _index(item.question, texts).unfound(s.text)
+            out[i] = _index(item.question, texts, plan.languages).unfound(s.text)
     return out
 
 

@@ -10,6 +10,13 @@ than a small judge model's yes/no probability (figures in ``benchmarks/judge_agr
 
 The ``claim_check`` rubric family combines the two when a rubric declares ``grounding``: a
 claim's support is the model's P(yes) times ``term_factor`` per unfound term.
+
+Two rules say what a term is and when two spellings are one term. ``legacy`` (the default,
+every rubric published before ``claim_check`` v6): English function and frame words typed in
+here, and the five-letter prefix above. ``snowball`` (``grounding.terms: snowball``): the case's
+language, declared or detected, decides the function words (a maintained stop-word list) and
+the stem two spellings share (a Snowball stemmer); see :mod:`groundjudge.judge.languages`.
+Both keep numbers exact and read Chinese, Japanese and Korean character by character.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from groundjudge.judge import languages as lang
 
 # Function words of English: they carry no fact of their own, so a claim may use them freely.
 STOP_WORDS = frozenset("""
@@ -89,14 +98,74 @@ def _key(term: str) -> str:
 
 
 @dataclass(frozen=True)
-class TermIndex:
-    """The terms some passages use, for asking which terms of a claim they never mention."""
+class Languages:
+    """The languages the ``snowball`` rule reads one case in. The claims are the answer's, so
+    the answer's language chooses the stemmer, and the passages are indexed with that same
+    stemmer: a word the answer took from a passage in another language (a name, a term of
+    art) is stemmed alike on both sides and found. Function words are dropped in both
+    languages, since an answer in one language quoting passages in another may carry the
+    passages' function words with what it quotes."""
 
-    keys: frozenset[str]
+    answer: str  # ISO 639-1
+    passages: str
 
     @classmethod
-    def of(cls, texts: Iterable[str]) -> TermIndex:
-        return cls(frozenset(_key(t) for text in texts for t in terms(text)))
+    def of_case(cls, answer: str, passages: Iterable[str], declared: str | None = None) -> Languages:
+        """``declared`` (the rubric's ``grounding.language``) names the answer's language;
+        otherwise the detector does. Where it cannot tell (a short answer, a language it is
+        unsure of), the passages' language stands in, and English where neither is known."""
+        shown = "\n".join(passages)[:4000]  # enough to tell a language; detection costs per byte
+        in_passages = lang.detect(shown)
+        in_answer = declared or lang.detect(answer) or in_passages or lang.FALLBACK
+        return cls(answer=in_answer, passages=in_passages or in_answer)
+
+    def skip(self, word: str) -> bool:
+        """Whether ``word`` (normalized) is no term: a function word of either language, an
+        English frame word, a single letter."""
+        if len(word) == 1 and not word.isdigit():
+            return True
+        bare = word.removesuffix("'s")
+        return self._stop(word) or self._stop(bare) or lang.is_frame(self.answer, word)
+
+    def _stop(self, word: str) -> bool:
+        return word in lang.stop_words(self.answer) or word in lang.stop_words(self.passages)
+
+    def terms(self, text: str) -> list[str]:
+        """The content terms of ``text`` in order, normalized; numbers without thousands
+        separators; CJK characters one by one, every one of them (the stop lists' single
+        characters include content such as 月, month, and a function character such as 的 is
+        in almost every passage anyway)."""
+        out: list[str] = []
+        for word in _WORD.findall(lang.normalize(text)):
+            if _CJK.search(word):
+                out.extend(ch for ch in word if _CJK.match(ch))
+            elif word[:1].isdigit():
+                out.append(word.replace(",", "").rstrip("."))
+            elif not self.skip(word):
+                out.append(word)
+        return out
+
+    def key(self, term: str) -> str:
+        """What two spellings of one term share: the number or character itself, else the
+        word's stem in the answer's language."""
+        if term[:1].isdigit() or len(term) == 1:
+            return term
+        return lang.stem(self.answer, term)
+
+
+@dataclass(frozen=True)
+class TermIndex:
+    """The terms some passages use, for asking which terms of a claim they never mention.
+    ``languages``: None for the ``legacy`` rule, the case's languages for ``snowball``."""
+
+    keys: frozenset[str]
+    languages: Languages | None = None
+
+    @classmethod
+    def of(cls, texts: Iterable[str], languages: Languages | None = None) -> TermIndex:
+        if languages is None:
+            return cls(frozenset(_key(t) for text in texts for t in terms(text)))
+        return cls(frozenset(languages.key(t) for text in texts for t in languages.terms(text)), languages)
 
     def unfound(self, claim: str) -> list[str]:
         """The claim's terms the passages never mention, each once, in the claim's order.
@@ -105,7 +174,12 @@ class TermIndex:
         ['form', '1040']
         """
         seen: dict[str, None] = {}
-        for term in terms(claim):
-            if _key(term) not in self.keys:
+        if self.languages is None:
+            for term in terms(claim):
+                if _key(term) not in self.keys:
+                    seen.setdefault(term)
+            return list(seen)
+        for term in self.languages.terms(claim):
+            if self.languages.key(term) not in self.keys:
                 seen.setdefault(term)
         return list(seen)

@@ -140,11 +140,26 @@ class Grounding(BaseModel):
     ``when_answer_open`` is ``when_decisive`` that, once one claim is below the threshold by its
     unfound terms alone (the answer is unfaithful whatever the model says), asks nothing more
     about the answer's uncited claims and reports them as unchecked; ``always`` asks about
-    every claim."""
+    every claim.
+
+    ``terms`` says what a term is: ``legacy`` (English function words typed into the code,
+    long words matched on their first five letters; every version published before
+    ``claim_check`` v6) or ``snowball`` (per language: a maintained stop-word list and a
+    Snowball stemmer). ``language`` (``snowball`` only) declares the answers' language as an
+    ISO 639-1 code instead of detecting it per case."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     term_factor: float = Field(gt=0, le=1)
     ask_model: Literal["always", "when_unfound", "when_decisive", "when_answer_open"] = "when_unfound"
+    # Defaults leave the published versions' hashes as they were (see Rubric.content_hash).
+    terms: Literal["legacy", "snowball"] = "legacy"
+    language: str | None = Field(default=None, pattern=r"^[a-z]{2}$")
+
+    @model_validator(mode="after")
+    def _language_needs_snowball(self) -> Grounding:
+        if self.language is not None and self.terms != "snowball":
+            raise ValueError("grounding.language applies only to terms: snowball")
+        return self
 
 
 class ClaimQuestions(BaseModel):
