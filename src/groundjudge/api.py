@@ -162,7 +162,8 @@ def rubric_for(config: Config) -> Rubric:
     from groundjudge.judge.rubric import load_rubric, packaged_rubrics
 
     folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
-    if folder is None:
+    # a folder that holds only aligned rubrics still resolves their installed bases by name
+    if folder is None or not (folder / config.judge.rubric).is_dir():
         with packaged_rubrics() as installed:
             return load_rubric(installed, config.judge.rubric, config.judge.rubric_version)
     return load_rubric(folder, config.judge.rubric, config.judge.rubric_version)
@@ -666,12 +667,52 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
                           risk=config.trust.risk)
     if position_probe is not None:
         record["position_probe"] = position_probe
+    fitting = _fitting(config, identity, humans)
+    if fitting is not None:  # an aligned rubric: does this record score labels it was fitted on?
+        record["fitting"] = fitting
     path, replaced = write_record(record, config.trust.records_dir)
     records = find_records(config.trust.records_dir)
     written = next(r for r in records if r["_path"] == str(path))
     trust = {c: trust_status(c, identity, records, trust_rules(config)) for c in record["criteria"]}
-    return Calibration(record=written, path=path, replaced=replaced, trust=trust,
-                       notes=write_notes(written, replaced, exact_records(identity, records)))
+    notes = write_notes(written, replaced, exact_records(identity, records))
+    if fitting is not None and fitting["predictions"] == "in_sample":  # trust.in_sample: it never decides
+        notes = [notes[0], f"this record is in-sample ({fitting['reason']}): it never decides trust"]
+    elif report_path is not None and _rubric_file(config, identity["rubric"]) is None:
+        ref = identity["rubric"]
+        notes.append(f"rubric {ref['id']}/v{ref['version']} is not in the rubrics folder ([judge] rubrics_dir): "
+                     "were it fitted by `groundjudge align`, whether these labels were used to fit it is not checked")
+    return Calibration(record=written, path=path, replaced=replaced, trust=trust, notes=notes)
+
+
+def _rubric_file(config: Config, ref: dict[str, Any]) -> Path | None:
+    """Where ``rubric_for`` would find this rubric id and version, if anywhere."""
+    from groundjudge.judge.rubric import packaged_rubrics
+
+    name = Path(ref["id"]) / f"v{ref['version']}.yaml"
+    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
+    if folder is not None and (folder / name).is_file():
+        return folder / name
+    with packaged_rubrics() as installed:
+        return installed / name if (installed / name).is_file() else None
+
+
+def _fitting(config: Config, identity: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any] | None:
+    """For a rubric fitted by ``groundjudge align``: whether the labels compared include questions
+    it was fitted on (in-sample, never gates) or not (held out). The rubric is looked up where
+    ``rubric_for`` looks; one that is not there, or is another file with the same name, is no
+    aligned rubric this run can vouch for: the record stays as any other."""
+    from groundjudge.calibrate.align import fitting_of
+    from groundjudge.judge.rubric import load_rubric
+
+    ref = identity["rubric"]
+    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
+    if folder is None or not (folder / ref["id"] / f"v{ref['version']}.yaml").is_file():
+        return None
+    rubric = load_rubric(folder, ref["id"], ref["version"])
+    if rubric.content_hash != ref["hash"]:
+        return None
+    questions = {key[0] for labels in humans.values() for key in labels}
+    return fitting_of(rubric, questions)
 
 
 def try_demos(config: Config, report_path: Path, k: int, *, seed: int = 0, go: bool = False,

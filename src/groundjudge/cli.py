@@ -6,6 +6,7 @@ import copy
 import gc
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -959,6 +960,98 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
         serve_page(LabelApp(s), port, idle_seconds=idle_minutes * 60,
                    ready=lambda url: click.echo(f"labelling page: {url} (Ctrl-C stops)", err=True))
         click.echo("labelling page stopped; every label given is in " + terminal(str(s.labels_path)), err=True)
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file.")
+@click.option("--report", "report_path", required=True, type=click.Path(path_type=Path),
+              help="A `groundjudge run` report.json judged with the base rubric.")
+@click.option("--labels", multiple=True, type=click.Path(path_type=Path), help="Human labels JSONL (repeatable).")
+@click.option("--criterion", default="faithful", show_default=True, help="The claim-support criterion to fit.")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Cross-fitting folds, grouped by question.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds and the bootstrap.")
+@click.option("--model", "model_kind", type=click.Choice(["logistic", "grounded"]), default="logistic",
+              show_default=True, help="Claim model: monotone logistic over the signals, or the base rule refitted.")
+@click.option("--rater", help="Rater whose labels are fitted (default: the one with most labels).")
+@click.option("--out-dir", type=click.Path(path_type=Path), default=Path("rubrics"), show_default=True,
+              help="Rubrics folder the derived rubric and its lock entry go to.")
+@click.option("--name", help="Id of the derived rubric (default: <base id>_aligned).")
+@click.option("--records-dir", type=click.Path(path_type=Path), help="Where its record goes (default calibration/records).")
+def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...], criterion: str, folds: int, seed: int,
+          model_kind: str, rater: str | None, out_dir: Path, name: str | None, records_dir: Path | None) -> None:
+    """Fit a rubric's reading of its cached replies to human labels (no judge call); print its
+    out-of-fold agreement beside the in-sample and base figures; write the derived rubric."""
+    from groundjudge import api
+    from groundjudge.calibrate import align as fitting
+
+    config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir})
+    if not config.inputs.labels:
+        raise InputError.one(config.source or "command line", None, "labels", "give human labels with --labels")
+    for path in [report_path, *config.inputs.labels]:
+        if not Path(path).is_file():
+            raise InputError.one(path, None, None, "file not found")
+    done = fitting.run_alignment(report_path, list(config.inputs.labels), criterion=criterion, k=folds, seed=seed,
+                                 model=model_kind, rater=rater)  # type: ignore[arg-type]
+    base = fitting.base_rubric(done.labelled, _base_folders(config.judge.rubrics_dir, out_dir))
+    rubric_id = name or f"{base.id}_aligned"
+    if not re.fullmatch(r"[a-z0-9_]+", rubric_id):
+        raise InputError.one("command line", None, "name", f"{rubric_id!r} is not a rubric id (a-z, 0-9, _)")
+    others = fitting.fit_other_criteria(done, base, list(config.inputs.labels))
+    derived = fitting.derived_rubric(base, done, rubric_id, fitting.next_version(out_dir, rubric_id), criterion,
+                                     others)
+    path = fitting.write_derived(derived, out_dir)
+    _, record_path = fitting.oof_record(done, derived, list(config.inputs.labels), config.trust.records_dir, criterion,
+                                        target_agreement=config.trust.target_agreement, risk=config.trust.risk)
+    print_alignment(done, base.key, criterion)
+    for other, fitted in others.items():
+        kappa, low, high = fitted.oof
+        cuts = fitted.fitted.cut_points if fitted.fitted.threshold is None else [fitted.fitted.threshold]
+        click.echo(f"{terminal(other)}: {'cut points' if fitted.fitted.threshold is None else 'threshold'} "
+                   f"{', '.join(f'{c:.4g}' for c in cuts or [])}; kappa out-of-fold {_num(kappa)} [{_num(low)}, "
+                   f"{_num(high)}], in-sample {_num(fitted.in_sample)}, base {_num(fitted.base)} (n={fitted.n})")
+    click.echo(f"wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}, derived from "
+               f"{base.key}); use it with --rubric {derived.id} and [judge] rubrics_dir = {terminal(str(out_dir))}")
+    click.echo(f"wrote its out-of-fold calibration record {terminal(str(record_path))}")
+
+
+def _base_folders(configured: Path | None, out_dir: Path) -> list[Path]:
+    from groundjudge.judge.rubric import packaged_rubrics
+
+    with packaged_rubrics() as installed:
+        return [d for d in (configured, out_dir, Path("rubrics")) if d is not None and d.is_dir()] + [installed]
+
+
+def print_alignment(done: Any, base_key: str, criterion: str) -> None:
+    """The out-of-fold figures with their CIs, the in-sample and base figures beside them, the
+    fitted values and the learning curve."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    def cell(figures: Any, metric: str) -> str:
+        f = figures.by_metric[metric]
+        return f"{_num(f.value)} [{_num(f.ci_low)}, {_num(f.ci_high)}]"
+
+    title = (f"{criterion}: aligned vs {base_key} on the same {done.oof.n} answers "
+             f"({len({i.query_id for i in done.labelled.items})} questions, {done.k} folds by question, seed {done.seed})")
+    table = Table(title=Text(terminal(title)))
+    for col in ("figure", "aligned, out-of-fold (95% CI)", "aligned, in-sample", f"base {base_key}"):
+        table.add_column(Text(terminal(col)))
+    for metric in ("kappa", "balanced_accuracy", "auroc"):
+        table.add_row(metric, cell(done.oof, metric), cell(done.in_sample, metric), cell(done.base, metric))
+    Console(highlight=False).print(table)
+    final = done.final
+    model = final.claim_model
+    values = (f"term_factor {model.term_factor}" if model.kind == "grounded" else
+              f"intercept {model.intercept:.3f}, " + ", ".join(f"{k} {v:.3f}" for k, v in model.weights.items()))
+    click.echo(f"fitted on {'claim labels (human spans)' if final.claim_labels else 'answer labels'}: "
+               f"{model.kind} claim model ({values}); combine {final.combine}"
+               + (f" (temperature {final.temperature:g})" if final.combine == "softmin" else "")
+               + f"; threshold {final.threshold:.4f}")
+    if done.curve:
+        click.echo("learning curve (out-of-fold kappa by share of training questions): "
+                   + ", ".join(f"{int(f * 100)}% {_num(k)}" for f, k in done.curve))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -56,6 +56,12 @@ def exact_records(run_provenance: Mapping[str, Any], records: Sequence[Mapping[s
     return [r for r in records if r.get("identity_hash") == key]
 
 
+def in_sample(record: Mapping[str, Any]) -> bool:
+    """A record whose verdicts come from a fitted rubric scoring the labels it was fitted on
+    (``groundjudge align``; ``fitting.predictions``): its agreement is optimistic, so it never gates."""
+    return (record.get("fitting") or {}).get("predictions") == "in_sample"
+
+
 _MISSING = object()
 
 
@@ -104,6 +110,14 @@ def trust_status(criterion: str, run_provenance: dict[str, Any], records: Sequen
         if stale:
             return TrustStatus(trusted=False, reason="untrusted: the calibration record is stale: " + stale)
         return TrustStatus(trusted=False, reason="untrusted: no calibration record for this rubric, model and decoding")
+    fitted_on = [r for r in exact if in_sample(r)]
+    exact = [r for r in exact if not in_sample(r)]
+    if not exact:
+        why = (fitted_on[0].get("fitting") or {}).get("reason") or "its labels were used to fit the rubric"
+        return TrustStatus(trusted=False, reason=f"untrusted: every calibration record of this judge is in-sample ({why}); "
+                                                 "calibrate on labels of questions the rubric was not fitted on, or "
+                                                 "keep the out-of-fold record `groundjudge align` wrote",
+                           record=fitted_on[0].get("_path"))
     record = deciding_record(criterion, exact)
     if record is None:
         newest = max(exact, key=lambda r: r.get("created", ""))
@@ -138,7 +152,7 @@ def calibration_summary(judge: JudgeRun, records: Sequence[Mapping[str, Any]]) -
     raters); every record of this judge, with the criteria it decides. The top-level path,
     raters and claims are those of the record that decides the most criteria. None when no
     record is for exactly this judge."""
-    exact = exact_records(judge.identity.model_dump(), records)
+    exact = [r for r in exact_records(judge.identity.model_dump(), records) if not in_sample(r)]
     criteria = [c.name for c in judge.criteria]
     deciding = {c: r for c in criteria if (r := deciding_record(c, exact)) is not None}
     if not deciding:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from groundjudge.contracts import with_shared_parts
 from groundjudge.judge import claim_check
+from groundjudge.judge.alignment import rescore_claims
 from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.client import CallFailed
 from groundjudge.judge.item import JudgeItem
@@ -181,12 +182,15 @@ class ClaimQuestions:
         relevant = await self._ask_all(out, claim_check.relevance_questions(rubric, item), sem, stop, fresh)
         claims = claim_check.claim_results(plan, support, contradicted, cited, settled, cut,
                                            model if plan.unfound is not None else None)
+        if rubric.aligned is not None:  # a fitted reading of the same replies (judge.alignment)
+            claims = rescore_claims(rubric.aligned, claims)
         out.nuggets = claim_check.nugget_results(plan, nuggets, 0.5)
         out.claims = claims
         out.criteria = criterion_values(rubric.criteria, claims=claims, nuggets=out.nuggets,
                                         has_expected_answer=bool(item.expected_answer),
                                         nothing_to_check=bool(item.answer.strip()) and not plan.sentences,
-                                        relevance=(relevant[0].probability, relevant[0].said_yes) if relevant else None)
+                                        relevance=(relevant[0].probability, relevant[0].said_yes) if relevant else None,
+                                        aligned=rubric.aligned)
         out.status, out.source = "judged", "call" if fresh[0] else "cache"
 
     async def run_item(self, item: JudgeItem, cases: asyncio.Semaphore, sem: asyncio.Semaphore,

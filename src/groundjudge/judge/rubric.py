@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from groundjudge.errors import InputError, InputProblem
+from groundjudge.judge.alignment import Aligned
 
 LOCK_NAME = "rubrics.lock"
 USER_VARIABLES = frozenset({"question", "contexts", "answer", "expected_answer", "citations"})
@@ -216,6 +217,31 @@ class Rubric(BaseModel):
     repair_prompt: str | None = None
     output_schema: dict[str, Any] | None = None
     claim_questions: ClaimQuestions | None = None
+    # A rubric fitted to human labels (``groundjudge align``): the rubric it was derived from
+    # (``<id>/v<version>@<hash>``) and what was fitted. Absent from every published base rubric,
+    # whose hash therefore stays as it was.
+    derived_from: str | None = Field(default=None, pattern=r"^[a-z0-9_]+/v[0-9]+@[0-9a-f]{64}$")
+    aligned: Aligned | None = None
+
+    @model_validator(mode="after")
+    def _aligned_fits_its_rubric(self) -> Rubric:
+        if (self.aligned is None) != (self.derived_from is None):
+            raise ValueError("an aligned rubric needs both derived_from and aligned")
+        if self.aligned is None:
+            return self
+        if self.claim_questions is None or self.claim_questions.grounding is None:
+            raise ValueError("aligned: only a claim_questions rubric with grounding can be aligned")
+        if not any(c.name == self.aligned.criterion and c.score_kind == "claim_support" for c in self.criteria):
+            raise ValueError(f"aligned.criterion {self.aligned.criterion!r} is not a claim_support criterion")
+        for name, fitted in self.aligned.criteria.items():
+            criterion = next((c for c in self.criteria if c.name == name), None)
+            if criterion is None:
+                raise ValueError(f"aligned.criteria: the rubric has no criterion {name!r}")
+            if (fitted.cut_points is not None) != criterion.ordinal or (
+                    fitted.cut_points is not None and len(fitted.cut_points) != len(criterion.labels) - 1):
+                raise ValueError(f"aligned.criteria.{name}: a binary criterion takes a threshold, an ordinal one "
+                                 "a cut point per grade above the lowest")
+        return self
 
     @model_validator(mode="after")
     def _templates_use_known_variables(self) -> Rubric:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groundjudge.judge.alignment import Aligned, answer_support
 from groundjudge.judge.results import ClaimResult, CriterionValue, NuggetResult
 from groundjudge.judge.rubric import Criterion
 from groundjudge.judge.verdict import CORRECTNESS_WORDS, VerdictError
@@ -42,6 +43,22 @@ def _support(probabilities: Sequence[float], cut: float) -> CriterionValue:
     low = min(probabilities)
     return CriterionValue(label=low >= cut, value=sum(probabilities) / len(probabilities),
                           confidence=centred(low, cut))
+
+
+def _aligned(aligned: Aligned, claims: Sequence[ClaimResult]) -> CriterionValue:
+    """An aligned rubric's verdict: the fitted combination of the claims' fitted supports
+    against the fitted threshold; the combined support, centred on it, as the confidence."""
+    if not claims:
+        return CriterionValue(label=None, value=None)
+    label, combined = answer_support(aligned, claims)
+    supports = [float(c.confidence) for c in claims if c.confidence is not None]
+    return CriterionValue(label=label, value=sum(supports) / len(supports) if supports else None,
+                          confidence=centred(combined, aligned.threshold))
+
+
+def claim_probability(claim: ClaimResult, cited: bool) -> float:
+    """The support a ``claim_support`` (``cited``: ``cited_claim_support``) criterion reads from a claim."""
+    return _probability(claim, cited)
 
 
 def _probability(claim: ClaimResult, cited: bool) -> float:
@@ -134,14 +151,16 @@ def _relevance(criterion: Criterion, answer: tuple[float | None, bool] | None) -
 def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],
                      nuggets: Sequence[NuggetResult] = (), fields: Mapping[str, Any] | None = None,
                      has_expected_answer: bool, nothing_to_check: bool = False,
-                     relevance: tuple[float | None, bool] | None = None) -> dict[str, CriterionValue]:
+                     relevance: tuple[float | None, bool] | None = None,
+                     aligned: Aligned | None = None) -> dict[str, CriterionValue]:
     """One value per criterion; raises :class:`VerdictError` when a reply field is missing or
     off its scale (which earns the reply one repair).
 
     ``nothing_to_check``: the answer has text but no sentence states a checkable fact (a
     greeting, a refusal about the passages): it cannot be unfaithful, so a ``claim_support``
     criterion is true there, with no mean support to average. ``relevance``: the answer to the
-    relevance question, (P(yes) or None, whether the sampled word was yes).
+    relevance question, (P(yes) or None, whether the sampled word was yes). ``aligned``: an
+    aligned rubric's fitted reading (claims already rescored), which decides its criterion.
     """
     out: dict[str, CriterionValue] = {}
     cited = [c for c in claims if c.cited]
@@ -149,6 +168,8 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
     # label stays what decided it, the mean support is over the claims that were checked.
     checked = [c for c in claims if c.verdict != "unchecked"]
     for criterion in criteria:
+        if aligned is not None:  # another criterion's fitted threshold or cut points
+            criterion = aligned.applied(criterion)
         kind = criterion.score_kind
         if criterion.uses_expected_answer and not has_expected_answer:
             out[criterion.name] = CriterionValue(label=None, value=None)
@@ -156,6 +177,9 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
             out[criterion.name] = _share(checked, lambda c: c.verdict == "supported")
         elif kind == "cited_claim_share":
             out[criterion.name] = _share(cited, lambda c: c.verdict == "supported" and c.klass == "cited_support")
+        elif kind == "claim_support" and aligned is not None and criterion.name == aligned.criterion:
+            out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
+                                   else _aligned(aligned, checked))
         elif kind == "claim_support":
             out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
                                    else _support([_probability(c, False) for c in checked], criterion.cut))
