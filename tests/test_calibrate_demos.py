@@ -167,3 +167,42 @@ def test_trial_inputs_are_checked_before_anything_is_asked(tmp_path: Path) -> No
     from groundjudge.calibrate.demos_trial import read_span_labels
     with pytest.raises(InputError, match=r"bad.jsonl:1: spans\[0\]"):
         read_span_labels([bad])
+
+
+def test_align_demos_shows_the_budget_then_writes_a_pinned_rubric_only_when_kept(tmp_path: Path) -> None:
+    from groundjudge.judge.rubric import load_rubric as load
+
+    golden, corpus, traces, labels = _dataset(tmp_path)
+    config = tmp_path / "gj.toml"
+    with ScriptedOpenAIServer(judge_that_learns(True)) as srv:
+        config.write_text(f'[inputs]\ngolden = "{golden}"\ntraces = ["{traces}"]\ncorpus = "{corpus}"\n'
+                          f'[judge]\nrubric = "claim_check"\nrubric_version = 4\nbase_url = "{srv.base_url}"\n'
+                          f'model = "{srv.model}"\n[cache]\ndir = "{tmp_path / "cache"}"\n')
+        out = tmp_path / "run"
+        assert CliRunner().invoke(main, ["run", "--config", str(config), "--out", str(out), "--quiet"]).exit_code in (0, 1)
+        args = ["align", "--config", str(config), "--report", str(out / "report.json"), "--labels", str(labels),
+                "--demos", "2", "--seed", "3", "--out-dir", str(tmp_path / "rubrics")]
+        before = srv.call_count
+        shown = CliRunner().invoke(main, args)
+        assert shown.exit_code == 0, shown.output
+        assert "12 answers, up to 12 questions" in shown.output and "--yes" in shown.output
+        assert srv.call_count == before and not (tmp_path / "rubrics").exists()
+        kept = CliRunner().invoke(main, [*args, "--yes"])
+    assert kept.exit_code == 0, kept.output
+    assert "kept: wrote" in kept.output and srv.call_count == before + 12
+    rubric = load(tmp_path / "rubrics", "claim_check_demos")
+    assert rubric.version == 1 and rubric.derived_from.startswith("claim_check/v4@")
+    assert rubric.demonstrations is not None and rubric.demonstrations.count == 2
+    assert rubric.demonstrations.trial["kept"] is True and len(rubric.demonstrations.from_questions) == 2
+    assert "Worked examples" in rubric.system_prompt and rubric.claim_questions == V4.claim_questions
+
+
+def test_labels_of_a_question_a_demonstration_came_from_make_a_record_in_sample() -> None:
+    from groundjudge.calibrate.align import fitting_of
+    from groundjudge.calibrate.demos import Outcome, demo_rubric
+
+    demos = [claim("q1", "a", "The Alder is 40 km long.", True), claim("q2", "b", "It is cold.", False)]
+    outcome = Outcome(10, 5, 0.1, 0.9, (0.8, 1.0), (0.6, 0.9))
+    rubric = demo_rubric(V4, demos, outcome, name="claim_check_demos", version=1, labels_sha256=["0" * 64], seed=1)
+    assert fitting_of(rubric, {"q1", "q7"})["predictions"] == "in_sample"
+    assert fitting_of(rubric, {"q7", "q8"})["predictions"] == "held_out"

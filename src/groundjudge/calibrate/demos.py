@@ -187,6 +187,22 @@ def with_demos(rubric: Rubric, demos: Sequence[LabelledClaim]) -> Rubric:
     return rubric.model_copy(update={"system_prompt": f"{rubric.system_prompt}\n\n{block}"})
 
 
+def demo_rubric(base: Rubric, demos: Sequence[LabelledClaim], outcome: Outcome, *, name: str, version: int,
+                labels_sha256: Sequence[str], seed: int) -> Rubric:
+    """The base rubric with the demonstrations in its system prompt, as a derived rubric of its
+    own (``derived_from``, and the trial that kept them under ``demonstrations``)."""
+    shown = with_demos(base, demos)
+    data = shown.model_dump(mode="json", exclude_defaults=True)
+    data.pop("opt_in", None)
+    data.update(id=name, version=version, derived_from=f"{base.key}@{base.content_hash}",
+                demonstrations={"count": len(demos), "from_questions": sorted({d.query_id for d in demos}),
+                                "labels_sha256": list(labels_sha256), "seed": seed, "trial": outcome.as_dict()},
+                description=f"{base.key} with {len(demos)} worked examples from labelled claims in its system "
+                            "prompt, kept by `groundjudge align --demos` because they raised agreement with people "
+                            "on the answers to other questions. " + base.description)
+    return Rubric.model_validate(data)
+
+
 def _group_kappas(base: Sequence[bool], demos: Sequence[bool], human: Sequence[bool], groups: Sequence[str],
                   *, seed: int, reps: int) -> tuple[np.ndarray, np.ndarray]:
     """Kappa without and with demonstrations in each of ``reps`` resamples of whole questions."""
