@@ -715,6 +715,51 @@ def _fitting(config: Config, identity: dict[str, Any], humans: dict[str, Any]) -
     return fitting_of(rubric, questions)
 
 
+def try_demos(config: Config, report_path: Path, k: int, *, rubric: Rubric | None = None, seed: int = 0,
+              go: bool = False, rater: str | None = None, on_budget: Any = None, log: IO[str] | None = None,
+              quiet: bool = False) -> Any:
+    """Pick ``k`` demonstrations from the run's labelled claims and count what trying them costs;
+    with ``go``, ask the judge with them about every labelled answer to the other questions and
+    compare with the run's own verdicts (``calibrate.demos``). ``rubric``: the one the report
+    was judged with (default: the configured one); ``on_budget(trial)`` is called with the
+    demonstrations and the budget before anything is asked. Returns the ``Trial``."""
+    from groundjudge.calibrate.demos_trial import plan_trial, read_span_labels, run_trial
+    from groundjudge.calibrate.verdicts import verdicts_from_report
+    from groundjudge.metrics.evaluate import evaluate_dataset
+
+    where = _where(config)
+    if not config.inputs.labels:
+        raise InputError.one(where, None, "labels", "give human labels with --labels")
+    if k < 2:
+        raise InputError.one(where, None, "demos", f"{k} demonstrations: give at least 2 (one supported, one not)")
+    base_run = verdicts_from_report(report_path)
+    rubric = rubric or rubric_for(config)
+    if base_run.identity.rubric.hash != rubric.content_hash:
+        raise InputError.one(report_path, None, "judge.identity.rubric",
+                             f"the report was judged with {base_run.identity.rubric.id} v{base_run.identity.rubric.version}, "
+                             f"not {rubric.key}")
+    if rubric.claim_questions is None:
+        raise InputError.one(where, None, "judge.rubric", "demonstrations need a claim_check rubric")
+    labels = read_span_labels(config.inputs.labels, rater)
+    dataset = load_inputs(config)
+    selections = select(config, dataset, evaluate_dataset(dataset, metric_settings(config)), rubric)
+    with open_judge(config, rubric=rubric, log=log, quiet=quiet) as judge:
+        if base_run.identity.model != judge.model:
+            raise InputError.one(report_path, None, "judge.identity.model",
+                                 f"the report was judged by {base_run.identity.model!r}; the trial would ask "
+                                 f"{judge.model!r}, so the two could not be compared")
+        trial, trial_sel = plan_trial(rubric, base_run, selections, labels, k, seed, judge)
+    if on_budget is not None:
+        on_budget(trial)
+    if not go:
+        return trial
+
+    def judge_with(demo_rubric: Rubric) -> Any:
+        return open_judge(config, rubric=demo_rubric, log=log, quiet=quiet)
+
+    return run_trial(trial, trial_sel, base_run, labels, judge_with, seed)
+
+
 def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,
                    ) -> dict[str, Any]:
     """Re-judge the labelled, judged cases of ``report_path`` with their context order reversed;

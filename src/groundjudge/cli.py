@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import hashlib
 import json
 import os
 import re
@@ -978,10 +979,16 @@ def label(run_dir: Path, rater: str, labels_path: Path | None, strategy: str, si
               help="Rubrics folder the derived rubric and its lock entry go to.")
 @click.option("--name", help="Id of the derived rubric (default: <base id>_aligned).")
 @click.option("--records-dir", type=click.Path(path_type=Path), help="Where its record goes (default calibration/records).")
+@click.option("--demos", type=click.IntRange(min=2), default=None,
+              help="Instead of fitting: try K worked examples from labelled claims in the system prompt (asks the "
+                   "judge; needs the run's inputs in --config). Shows the budget; asks only with --yes.")
+@click.option("--yes", "go", is_flag=True, help="With --demos: ask the judge after showing the budget.")
 def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...], criterion: str, folds: int, seed: int,
-          model_kind: str, rater: str | None, out_dir: Path, name: str | None, records_dir: Path | None) -> None:
+          model_kind: str, rater: str | None, out_dir: Path, name: str | None, records_dir: Path | None,
+          demos: int | None, go: bool) -> None:
     """Fit a rubric's reading of its cached replies to human labels (no judge call); print its
-    out-of-fold agreement beside the in-sample and base figures; write the derived rubric."""
+    out-of-fold agreement beside the in-sample and base figures; write the derived rubric.
+    With --demos, try worked examples instead (see docs/align.md)."""
     from groundjudge import api
     from groundjudge.calibrate import align as fitting
 
@@ -991,6 +998,9 @@ def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...],
     for path in [report_path, *config.inputs.labels]:
         if not Path(path).is_file():
             raise InputError.one(path, None, None, "file not found")
+    if demos is not None:
+        align_demos(config, report_path, demos, seed=seed, rater=rater, out_dir=out_dir, name=name, go=go)
+        return
     done = fitting.run_alignment(report_path, list(config.inputs.labels), criterion=criterion, k=folds, seed=seed,
                                  model=model_kind, rater=rater)  # type: ignore[arg-type]
     base = fitting.base_rubric(done.labelled, _base_folders(config.judge.rubrics_dir, out_dir))
@@ -1013,6 +1023,51 @@ def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...],
     click.echo(f"wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}, derived from "
                f"{base.key}); use it with --rubric {derived.id} and [judge] rubrics_dir = {terminal(str(out_dir))}")
     click.echo(f"wrote its out-of-fold calibration record {terminal(str(record_path))}")
+
+
+def align_demos(config: Any, report_path: Path, k: int, *, seed: int, rater: str | None, out_dir: Path,
+                name: str | None, go: bool) -> None:
+    """``align --demos K``: the budget, then (with --yes) the trial, and the derived rubric only
+    when the demonstrations were kept."""
+    from groundjudge import api
+    from groundjudge.calibrate import align as fitting
+    from groundjudge.calibrate.demos import demo_rubric
+    from groundjudge.calibrate.verdicts import verdicts_from_report
+
+    base = fitting.rubric_by_ref(verdicts_from_report(report_path).identity.rubric,
+                                 _base_folders(config.judge.rubrics_dir, out_dir))
+    rubric_id = name or f"{base.id}_demos"
+    if not re.fullmatch(r"[a-z0-9_]+", rubric_id):
+        raise InputError.one("command line", None, "name", f"{rubric_id!r} is not a rubric id (a-z, 0-9, _)")
+    def show(planned: Any) -> None:
+        click.echo(f"{k} demonstrations from {len({d.query_id for d in planned.demos})} questions "
+                   f"({sum(1 for d in planned.demos if not d.supported)} unsupported); the trial: "
+                   + terminal(planned.budget.line()))
+
+    trial = api.try_demos(config, report_path, k, rubric=base, seed=seed, rater=rater, go=go, on_budget=show)
+    if not go:
+        click.echo("nothing asked: run again with --yes to ask the judge")
+        return
+    outcome = trial.outcome
+    for error in trial.errors[:5]:
+        click.echo(f"not judged: {terminal(error)}", err=True)
+    click.echo(f"{outcome.items} answers to {outcome.questions} other questions: kappa without {_num(outcome.kappa_base)}, "
+               f"with {_num(outcome.kappa_demos)} [{_num(outcome.ci_demos[0])}, {_num(outcome.ci_demos[1])}]; "
+               f"gain [{_num(outcome.ci_gain[0])}, {_num(outcome.ci_gain[1])}]")
+    if trial.errors:
+        click.echo(f"{len(trial.errors)} answers could not be judged with the demonstrations: nothing kept; run again "
+                   "to ask them (answers given so far are cached)")
+        raise SystemExit(1)
+    if not outcome.kept:
+        click.echo(f"not kept: the gain does not exceed the half-width of the CI ({_num(outcome.half_width)}); "
+                   "no rubric written")
+        return
+    labels_sha = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in config.inputs.labels]
+    derived = demo_rubric(base, trial.demos, outcome, name=rubric_id, version=fitting.next_version(out_dir, rubric_id),
+                          labels_sha256=labels_sha, seed=seed)
+    path = fitting.write_derived(derived, out_dir)
+    click.echo(f"kept: wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}); its questions are "
+               f"new, so run it over the labelled answers and align that report to fit its reading")
 
 
 def _base_folders(configured: Path | None, out_dir: Path) -> list[Path]:

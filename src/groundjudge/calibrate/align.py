@@ -28,7 +28,7 @@ from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, load_labels
 from groundjudge.errors import InputError
 from groundjudge.files import together, write_text_atomic
 from groundjudge.judge.alignment import Aligned, FittedCriterion
-from groundjudge.judge.results import CriterionInfo
+from groundjudge.judge.results import CriterionInfo, RubricRef
 from groundjudge.judge.rubric import LOCK_NAME, Rubric, load_rubric, parse_rubric_file, read_lock
 from groundjudge.judge.scoring import centred
 
@@ -123,7 +123,12 @@ def fit_other_criteria(alignment: Alignment, base: Rubric, labels: Sequence[Path
 def base_rubric(labelled: Labelled, rubrics_dirs: Sequence[Path]) -> Rubric:
     """The rubric the report was judged with, found by id and version in the first folder that
     has it, and checked against the report's hash."""
-    ref = labelled.judge.identity.rubric
+    return rubric_by_ref(labelled.judge.identity.rubric, rubrics_dirs)
+
+
+def rubric_by_ref(ref: RubricRef, rubrics_dirs: Sequence[Path]) -> Rubric:
+    """The rubric ``ref`` names, from the first folder that has its id and version, checked
+    against its hash."""
     for folder in rubrics_dirs:
         if (folder / ref.id / f"v{ref.version}.yaml").is_file():
             rubric = load_rubric(folder, ref.id, ref.version)
@@ -229,10 +234,12 @@ def oof_record(alignment: Alignment, rubric: Rubric, labels: Sequence[Path], rec
 def fitting_of(rubric: Rubric | None, labelled_questions: set[str]) -> dict[str, Any] | None:
     """For a record built by ``groundjudge calibrate``: how its labels relate to the fit of an
     aligned rubric (None for any other rubric). Any labelled question the rubric was fitted on
-    makes the whole record in-sample."""
-    if rubric is None or rubric.aligned is None:
+    makes the whole record in-sample, as does one a demonstration of its system prompt came from."""
+    if rubric is None or (rubric.aligned is None and rubric.demonstrations is None):
         return None
-    seen = labelled_questions & set(rubric.aligned.fitted_questions)
+    fitted = set(rubric.aligned.fitted_questions if rubric.aligned is not None else [])
+    fitted |= set(rubric.demonstrations.from_questions if rubric.demonstrations is not None else [])
+    seen = labelled_questions & fitted
     if seen:
         return {"predictions": IN_SAMPLE, "derived_from": rubric.derived_from,
                 "reason": f"{len(seen)} of the {len(labelled_questions)} labelled questions were used to fit "

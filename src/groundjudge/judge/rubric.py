@@ -214,6 +214,19 @@ class ClaimQuestions(BaseModel):
         return _compiled(getattr(self, template)).render(**values)
 
 
+class Demonstrations(BaseModel):
+    """What ``groundjudge align --demos`` placed in the system prompt and why it was kept: the
+    questions the examples came from (never measured on), and agreement with people on the
+    answers to the other questions without and with them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    count: int = Field(ge=1)
+    from_questions: list[str]
+    labels_sha256: list[str]  # of each label file, in the order given
+    seed: int
+    trial: dict[str, Any]  # items, questions, kappa_base, kappa_demos, ci_demos, ci_gain, half_width
+
+
 class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str = Field(pattern=r"^[a-z0-9_]+$")
@@ -237,11 +250,16 @@ class Rubric(BaseModel):
     # whose hash therefore stays as it was.
     derived_from: str | None = Field(default=None, pattern=r"^[a-z0-9_]+/v[0-9]+@[0-9a-f]{64}$")
     aligned: Aligned | None = None
+    # Worked examples in the system prompt (``groundjudge align --demos``) and the trial that kept them.
+    demonstrations: Demonstrations | None = None
 
     @model_validator(mode="after")
     def _aligned_fits_its_rubric(self) -> Rubric:
-        if (self.aligned is None) != (self.derived_from is None):
-            raise ValueError("an aligned rubric needs both derived_from and aligned")
+        derived = self.aligned is not None or self.demonstrations is not None
+        if derived != (self.derived_from is not None):
+            raise ValueError("a derived rubric needs derived_from and what was fitted (aligned or demonstrations)")
+        if self.demonstrations is not None and self.claim_questions is None:
+            raise ValueError("demonstrations: only a claim_questions rubric takes them")
         if self.aligned is None:
             return self
         if self.claim_questions is None or self.claim_questions.grounding is None:
