@@ -644,6 +644,7 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
         raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
     find_records(config.trust.records_dir)  # an unreadable record stops us before anything is written
     criteria: list[Any]
+    judged = None
     if report_path is not None:
         judged = verdicts_from_report(report_path)
         items, criteria = items_from_judge(judged), judged.criteria
@@ -666,12 +667,48 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
                           risk=config.trust.risk)
     if position_probe is not None:
         record["position_probe"] = position_probe
+    review_note = _add_review(config, record, judged, humans)
     path, replaced = write_record(record, config.trust.records_dir)
     records = find_records(config.trust.records_dir)
     written = next(r for r in records if r["_path"] == str(path))
     trust = {c: trust_status(c, identity, records, trust_rules(config)) for c in record["criteria"]}
     return Calibration(record=written, path=path, replaced=replaced, trust=trust,
-                       notes=write_notes(written, replaced, exact_records(identity, records)))
+                       notes=write_notes(written, replaced, exact_records(identity, records)) + review_note)
+
+
+def _add_review(config: Config, record: dict[str, Any], judged: JudgeRun | None,
+                humans: dict[str, Any]) -> list[str]:
+    """Add the disagreement review (``calibrate.review``) to each criterion of the record that
+    the judge's claims decide; the note to print where there is none, and why."""
+    from groundjudge.calibrate.review import REVIEWED_SCORES, load_spans, review
+    from groundjudge.judge.rubric import load_rubric, packaged_rubrics
+
+    if judged is None:
+        return ["disagreement review: none (verdicts from a JSONL file carry no claims to review)"]
+    ref = judged.identity.rubric
+    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
+    rubric = None
+    for where in ([folder] if folder is not None else []) + [None]:
+        try:
+            if where is None:
+                with packaged_rubrics() as installed:
+                    rubric = load_rubric(installed, ref.id, ref.version)
+            else:
+                rubric = load_rubric(where, ref.id, ref.version)
+        except InputError:
+            continue
+        if rubric.content_hash == ref.hash:
+            break
+        rubric = None
+    if rubric is None:  # the criteria's scoring is not known, so neither is which claims decided them
+        return [(f"disagreement review: none (rubric {ref.id} v{ref.version} with hash {ref.hash[:12]} is "
+                 "not found here: set [judge] rubrics_dir to its folder)")]
+    names = [c.name for c in rubric.criteria if c.kind == "binary" and c.score_kind in REVIEWED_SCORES]
+    primary = record["primary_rater"]
+    spans = load_spans(config.inputs.labels).get(primary, {})
+    for name, block in review(judged, humans[primary], spans, names).items():
+        record["criteria"][name]["review"] = block
+    return []
 
 
 def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,
