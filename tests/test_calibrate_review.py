@@ -215,3 +215,13 @@ def test_a_lenient_verdict_names_the_claim_sharing_most_text_with_the_span() -> 
 ])
 def test_numbers_and_names(text: str, terms: list[str], expected: list[str]) -> None:
     assert numbers_and_names(text, terms) == expected
+
+
+def test_claims_without_offsets_are_placed_by_their_text() -> None:
+    a = claim("Staff get 18 days.", "supported", None, None, None)
+    b = claim("Requests go to the director.", "supported", None, None, None)
+    found = classify("too_lenient", [a, b], (HumanSpan(start=30, end=38, text="the director"),))
+    assert found.cause == "accepted_unsupported" and found.claim == b and found.span is not None
+    # no claim holds the marked text and none has offsets: the span cannot be placed
+    found = classify("too_lenient", [a, b], (HumanSpan(start=0, end=5, text="Elsewhere"),))
+    assert found.cause == "accepted_unsupported" and found.claim is not None

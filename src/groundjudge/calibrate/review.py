@@ -55,10 +55,11 @@ CAUSES: tuple[tuple[str, str, str], ...] = (
       "without grounding: the model answered no)")),
     ("accepted_unsupported", "an unsupported claim the judge accepted",
      ("too lenient: the answer has checked claims, all supported, and people marked a hallucination; "
-      "where the labels carry spans, the checked claim sharing most text with one (named in the example)")),
+      "the example names the checked claim sharing most text with a span (the least supported claim "
+      "where there is no span, or no claim offset and no claim containing a span's text)")),
     ("span_not_checked", "hallucination in text the judge never checked",
-     ("too lenient: people's spans overlap no checked claim (the splitter kept that text out of the "
-      "claims, as it does headings, or the claims have no offsets)")),
+     ("too lenient: people's spans overlap no checked claim (the claim splitter left that text out, "
+      "as it does headings)")),
     ("other", "other", "every disagreement no rule above takes"),
 )
 CAUSE_KEYS = tuple(key for key, _, _ in CAUSES)
@@ -142,8 +143,11 @@ def _is_refusal(text: str) -> bool:
 
 
 def _overlap(claim: ClaimResult, span: HumanSpan) -> int:
+    """Characters the claim and the span share: by offsets where the claim has them, else
+    (a judge that restates its claims) the shorter text where one contains the other."""
     if claim.start is None or claim.end is None:
-        return 0
+        a, b = claim.claim.casefold(), (span.text or "").casefold()
+        return min(len(a), len(b)) if a and b and (a in b or b in a) else 0
     return max(0, min(claim.end, span.end) - max(claim.start, span.start))
 
 
@@ -181,7 +185,9 @@ def classify(direction: str, claims: Sequence[ClaimResult], spans: Sequence[Huma
         _, _, overlapping, span = hits[-1]
         cause = "no_checkable_claim" if _is_refusal(overlapping.claim) else "accepted_unsupported"
         return _Found(cause, overlapping, span)
-    if not spans:  # no span to place: the least supported claim is the best guess at what slipped
+    if not spans or all(c.start is None for c in checked):
+        # no span to place (or no offsets to place it by): the least supported claim is the best
+        # guess at what slipped
         return _Found("accepted_unsupported", min(checked, key=lambda c: c.confidence or 0.0))
     said_nothing = next((s for s in spans if s.text and _is_refusal(s.text)), None)
     if said_nothing is not None:  # a false "the passages do not say": the splitter never makes it a claim
@@ -203,7 +209,7 @@ def _example(item: str, key: ItemKey, direction: str, found: _Found) -> dict[str
     }
 
 
-def review_criterion(judge: JudgeRun, human: Mapping[ItemKey, ItemLabels],
+def review_criterion(judge: JudgeRun, human: dict[ItemKey, ItemLabels],
                      spans: Mapping[ItemKey, Sequence[HumanSpan]], criterion: str, *,
                      examples: int = EXAMPLES) -> dict[str, Any]:
     """Every disagreement of ``criterion`` (binary, decided by its claims) between the judge
@@ -220,7 +226,7 @@ def review_criterion(judge: JudgeRun, human: Mapping[ItemKey, ItemLabels],
             if case.status != "judged":
                 continue
             key: ItemKey = (case_id, config_id)
-            other = lookup(dict(human), key)
+            other = lookup(human, key)
             said, truth = case.label(criterion), other.labels.get(criterion) if other else None
             if said is None or truth is None:
                 continue
@@ -253,7 +259,7 @@ def review_criterion(judge: JudgeRun, human: Mapping[ItemKey, ItemLabels],
     }
 
 
-def review(judge: JudgeRun, human: Mapping[ItemKey, ItemLabels], spans: Mapping[ItemKey, Sequence[HumanSpan]],
+def review(judge: JudgeRun, human: dict[ItemKey, ItemLabels], spans: Mapping[ItemKey, Sequence[HumanSpan]],
            criteria: Sequence[str]) -> dict[str, dict[str, Any]]:
     """:func:`review_criterion` for each criterion named (binary, decided by its claims)."""
     binary = {c.name for c in judge.criteria if c.kind == "binary"}
