@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 PASSAGE = "Full-time staff get 18 days of annual leave after three years. Leave requests go to the line manager."
 QUESTION = "How much leave do staff get?"
-HOSTILE = "<script>alert(1)</script> Leave goes to Initech in 2030 via ACME."
+HOSTILE = "<script>alert(1)</script> Leave | goes to Initech in 2030 via ACME."
 
 # case id -> (answer, people say faithful, marked span text or None). Case ids sort in the
 # order the review lists its examples.
@@ -30,7 +31,7 @@ CASES: dict[str, tuple[str, bool, str | None]] = {
                              "Workers obtain generous vacation entitlements."),
     "b1-number-name": ("Full-time staff get 20 days of annual leave at Globex from HMRC.", True, None),
     "b2-number-agreed": ("Full-time staff get 25 days of annual leave at Initech from IBM.", False, "25 days"),
-    "b3-hostile": (HOSTILE, True, None),
+    "b0-hostile": (HOSTILE, True, None),
     "c1-accepted": ("Full-time staff get 18 days of annual leave. Leave requests go to the regional director.",
                     False, "regional director"),
     "d1-refusal": ("Full-time staff get 18 days of annual leave. The passages do not mention part-time staff.",
@@ -99,6 +100,7 @@ def calibrated(tmp_path_factory) -> dict[str, Any]:
     record = json.loads(record_path.read_text())
     return {"record": record, "printed": printed.output, "tmp": tmp, "calls": calls,
             "html": (tmp / "run2" / "report.html").read_text(encoding="utf-8"),
+            "markdown": (tmp / "run2" / "report.md").read_text(encoding="utf-8"),
             "report": json.loads((tmp / "run" / "report.json").read_text())}
 
 
@@ -110,7 +112,7 @@ def test_each_built_case_lands_in_its_cause(calibrated) -> None:
     review = calibrated["record"]["criteria"]["faithful"]["review"]
     assert _cause_of(review) == {
         "a1-paraphrase": "paraphrase_terms", "a2-paraphrase-asked": "paraphrase_terms",
-        "b1-number-name": "number_or_name", "b3-hostile": "number_or_name",
+        "b1-number-name": "number_or_name", "b0-hostile": "number_or_name",
         "c1-accepted": "accepted_unsupported", "d1-refusal": "no_checkable_claim",
         "e1-rejected": "model_rejected", "f1-unchecked-heading": "span_not_checked",
     }
@@ -138,7 +140,8 @@ def test_examples_name_the_claim_its_terms_support_and_the_human_span(calibrated
     assert first["unfound_terms"] == ["workers", "receive", "holiday", "allowance", "employed"]
     assert first["support"] == pytest.approx(0.7 ** 5) and first["numbers_or_names"] == []
     assert asked["p_yes"] == pytest.approx(0.6) and asked["support"] == pytest.approx(0.6 * 0.7 ** 3)
-    named = causes["number_or_name"]["examples"][0]
+    hostile, named = causes["number_or_name"]["examples"]
+    assert hostile["claim"] == HOSTILE and hostile["numbers_or_names"] == ["1", "initech", "2030", "acme"]
     assert named["item"] == "sys/b1-number-name" and named["numbers_or_names"] == ["20", "globex", "hmrc"]
     assert named["direction"] == "too_strict" and named["human_span"] is None
     rejected = causes["model_rejected"]["examples"][0]
@@ -175,6 +178,18 @@ def test_the_run_html_shows_the_review_and_escapes_claim_text(calibrated) -> Non
     assert "unfound terms in a paraphrase" in section and "sys/a1-paraphrase" in section
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section
     assert "<script>alert" not in html
+
+
+def test_report_md_shows_the_counts_with_inert_examples(calibrated) -> None:
+    md = calibrated["markdown"]
+    section = md[md.index("### faithful: disagreements by cause (8)"):].split("\n\n#")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == 6  # the causes with a disagreement
+    named = next(line for line in rows if "(`number_or_name`)" in line)
+    # inert: escaped, never markup, and the pipe does not split the cell
+    assert "`sys/b0-hostile`; “\\<script>alert(1)\\</script> Leave \\| goes to Initech" in named
+    assert "not in the passages: script, alert, 1, goes, initech, 2030, acme" in named
+    assert re.search(r"(?<!\\)<script>", md) is None
 
 
 def test_the_review_costs_no_call(calibrated) -> None:
