@@ -59,7 +59,7 @@ CAUSES: tuple[tuple[str, str, str], ...] = (
       "where there is no span, or no claim offset and no claim containing a span's text)")),
     ("span_not_checked", "hallucination in text the judge never checked",
      ("too lenient: people's spans overlap no checked claim (the claim splitter left that text out, "
-      "as it does headings)")),
+      "as it does headings and sentences about the passages)")),
     ("other", "other", "every disagreement no rule above takes"),
 )
 CAUSE_KEYS = tuple(key for key, _, _ in CAUSES)
