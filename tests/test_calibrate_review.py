@@ -176,7 +176,8 @@ def test_the_run_html_shows_the_review_and_escapes_claim_text(calibrated) -> Non
     section = html[html.index('id="review-faithful"'):html.index("</section>", html.index('id="review-faithful"'))]
     assert "why the judge and people disagree (8)" in section
     assert "unfound terms in a paraphrase" in section and "sys/a1-paraphrase" in section
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; Leave | goes" in section
+    assert "<code>number_or_name</code> 3, people agreed on 1" in section
     assert "<script>alert" not in html
 
 
