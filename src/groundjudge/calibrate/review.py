@@ -152,50 +152,52 @@ def _overlap(claim: ClaimResult, span: HumanSpan) -> int:
 
 
 @dataclass(frozen=True)
-class _Found:
+class Classified:
+    """One disagreement's cause, and the claim and human span that show it (None where none does)."""
+
     cause: str
     claim: ClaimResult | None = None
     span: HumanSpan | None = None
 
 
-def classify(direction: str, claims: Sequence[ClaimResult], spans: Sequence[HumanSpan]) -> _Found:
+def classify(direction: str, claims: Sequence[ClaimResult], spans: Sequence[HumanSpan]) -> Classified:
     """The cause of one disagreement (the first rule of :data:`CAUSES` that matches) and the
     claim and human span that show it."""
     checked = [c for c in claims if c.verdict != "unchecked"]
     if not checked:
-        return _Found("no_checkable_claim")
+        return Classified("no_checkable_claim")
     if direction == STRICT:
         flagged = [c for c in checked if c.verdict != "supported"]
         refusal = next((c for c in flagged if _is_refusal(c.claim)), None)
         if refusal is not None:
-            return _Found("no_checkable_claim", refusal)
+            return Classified("no_checkable_claim", refusal)
         named = next((c for c in flagged if numbers_and_names(c.claim, c.unfound_terms or [])), None)
         if named is not None:
-            return _Found("number_or_name", named)
+            return Classified("number_or_name", named)
         if flagged and all(c.unfound_terms and ((p := _model_p(c)) is None or p >= LEANS_YES) for c in flagged):
-            return _Found("paraphrase_terms", min(flagged, key=lambda c: c.confidence or 0.0))
+            return Classified("paraphrase_terms", min(flagged, key=lambda c: c.confidence or 0.0))
         rejected = [c for c in flagged if ((p := _model_p(c)) is not None and p < LEANS_YES)
                     or (p is None and c.confidence is None and c.unfound_terms is None)]
         if rejected:
-            return _Found("model_rejected", min(rejected, key=lambda c: _model_p(c) or 0.0))
-        return _Found("other", min(flagged, key=lambda c: c.confidence or 0.0) if flagged else None)
+            return Classified("model_rejected", min(rejected, key=lambda c: _model_p(c) or 0.0))
+        return Classified("other", min(flagged, key=lambda c: c.confidence or 0.0) if flagged else None)
     # too lenient: people marked a hallucination in an answer whose checked claims all hold
     hits = sorted(((_overlap(c, s), -i, c, s) for s in spans for i, c in enumerate(checked)), key=lambda t: t[:2])
     if hits and hits[-1][0] > 0:  # the claim that shares most text with a span
         _, _, overlapping, span = hits[-1]
         cause = "no_checkable_claim" if _is_refusal(overlapping.claim) else "accepted_unsupported"
-        return _Found(cause, overlapping, span)
+        return Classified(cause, overlapping, span)
     if not spans or all(c.start is None for c in checked):
         # no span to place (or no offsets to place it by): the least supported claim is the best
         # guess at what slipped
-        return _Found("accepted_unsupported", min(checked, key=lambda c: c.confidence or 0.0))
+        return Classified("accepted_unsupported", min(checked, key=lambda c: c.confidence or 0.0))
     said_nothing = next((s for s in spans if s.text and _is_refusal(s.text)), None)
     if said_nothing is not None:  # a false "the passages do not say": the splitter never makes it a claim
-        return _Found("no_checkable_claim", None, said_nothing)
-    return _Found("span_not_checked", None, spans[0])
+        return Classified("no_checkable_claim", None, said_nothing)
+    return Classified("span_not_checked", None, spans[0])
 
 
-def _example(item: str, key: ItemKey, direction: str, found: _Found) -> dict[str, Any]:
+def _example(item: str, key: ItemKey, direction: str, found: Classified) -> dict[str, Any]:
     claim = found.claim
     return {
         "item": item, "case_id": key[0], "config_id": key[1], "direction": direction,
