@@ -645,6 +645,7 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
         raise InputError.one(where, None, "report/verdicts", "give exactly one of --report and --verdicts")
     find_records(config.trust.records_dir)  # an unreadable record stops us before anything is written
     criteria: list[Any]
+    judged = None
     if report_path is not None:
         judged = verdicts_from_report(report_path)
         items, criteria = items_from_judge(judged), judged.criteria
@@ -670,6 +671,7 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     fitting = _fitting(config, identity, humans)
     if fitting is not None:  # an aligned rubric: does this record score labels it was fitted on?
         record["fitting"] = fitting
+    review_note = _add_review(config, record, judged, humans)
     path, replaced = write_record(record, config.trust.records_dir)
     records = find_records(config.trust.records_dir)
     written = next(r for r in records if r["_path"] == str(path))
@@ -677,40 +679,47 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
     notes = write_notes(written, replaced, exact_records(identity, records))
     if fitting is not None and fitting["predictions"] == "in_sample":  # trust.in_sample: it never decides
         notes = [notes[0], f"this record is in-sample ({fitting['reason']}): it never decides trust"]
-    elif report_path is not None and _rubric_file(config, identity["rubric"]) is None:
+    elif report_path is not None and _judged_rubric(config, **_ref_args(identity["rubric"])) is None:
         ref = identity["rubric"]
-        notes.append(f"rubric {ref['id']}/v{ref['version']} is not in the rubrics folder ([judge] rubrics_dir): "
-                     "were it fitted by `groundjudge align`, whether these labels were used to fit it is not checked")
-    return Calibration(record=written, path=path, replaced=replaced, trust=trust, notes=notes)
+        notes.append(f"rubric {ref['id']}/v{ref['version']} with this hash is neither in the rubrics folder ([judge] "
+                     "rubrics_dir) nor installed: were it fitted by `groundjudge align`, whether these labels were "
+                     "used to fit it is not checked")
+    return Calibration(record=written, path=path, replaced=replaced, trust=trust, notes=notes + review_note)
 
 
-def _rubric_file(config: Config, ref: dict[str, Any]) -> Path | None:
-    """Where ``rubric_for`` would find this rubric id and version, if anywhere."""
-    from groundjudge.judge.rubric import packaged_rubrics
+def _ref_args(ref: dict[str, Any]) -> dict[str, Any]:
+    return {"rubric_id": ref["id"], "version": ref["version"], "content_hash": ref["hash"]}
 
-    name = Path(ref["id"]) / f"v{ref['version']}.yaml"
+
+def _judged_rubric(config: Config, rubric_id: str, version: int, content_hash: str) -> Rubric | None:
+    """The rubric a report names, from the rubrics folder ``rubric_for`` reads, else from the
+    packaged ones; None where neither holds that id and version with that hash."""
+    from groundjudge.judge.rubric import load_rubric, packaged_rubrics
+
     folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
-    if folder is not None and (folder / name).is_file():
-        return folder / name
-    with packaged_rubrics() as installed:
-        return installed / name if (installed / name).is_file() else None
+    for where in ([folder] if folder is not None else []) + [None]:
+        try:
+            if where is None:
+                with packaged_rubrics() as installed:
+                    rubric = load_rubric(installed, rubric_id, version)
+            else:
+                rubric = load_rubric(where, rubric_id, version)
+        except InputError:
+            continue
+        if rubric.content_hash == content_hash:
+            return rubric
+    return None
 
 
 def _fitting(config: Config, identity: dict[str, Any], humans: dict[str, Any]) -> dict[str, Any] | None:
-    """For a rubric fitted by ``groundjudge align``: whether the labels compared include questions
-    it was fitted on (in-sample, never gates) or not (held out). The rubric is looked up where
-    ``rubric_for`` looks; one that is not there, or is another file with the same name, is no
-    aligned rubric this run can vouch for: the record stays as any other."""
+    """For a rubric fitted by ``groundjudge align`` (or given demonstrations), the packaged
+    default included: whether the labels compared include questions it was fitted on
+    (in-sample, never gates) or not (held out). A rubric found nowhere, or another file with the
+    same name, is no fitted rubric this run can vouch for: the record stays as any other."""
     from groundjudge.calibrate.align import fitting_of
-    from groundjudge.judge.rubric import load_rubric
 
     ref = identity["rubric"]
-    folder = config.judge.rubrics_dir or (Path("rubrics") if Path("rubrics").is_dir() else None)
-    if folder is None or not (folder / ref["id"] / f"v{ref['version']}.yaml").is_file():
-        return None
-    rubric = load_rubric(folder, ref["id"], ref["version"])
-    if rubric.content_hash != ref["hash"]:
-        return None
+    rubric = _judged_rubric(config, **_ref_args(ref))
     questions = {key[0] for labels in humans.values() for key in labels}
     return fitting_of(rubric, questions)
 
@@ -758,6 +767,27 @@ def try_demos(config: Config, report_path: Path, k: int, *, rubric: Rubric | Non
         return open_judge(config, rubric=demo_rubric, log=log, quiet=quiet)
 
     return run_trial(trial, trial_sel, base_run, labels, judge_with, seed)
+
+
+def _add_review(config: Config, record: dict[str, Any], judged: JudgeRun | None,
+                humans: dict[str, Any]) -> list[str]:
+    """Add the disagreement review (``calibrate.review``) to each criterion of the record that
+    the judge's claims decide; the note to print where there is none, and why."""
+    from groundjudge.calibrate.review import REVIEWED_SCORES, load_spans, review
+
+    if judged is None:
+        return ["disagreement review: none (verdicts from a JSONL file carry no claims to review)"]
+    ref = judged.identity.rubric
+    rubric = _judged_rubric(config, ref.id, ref.version, ref.hash)
+    if rubric is None:  # the criteria's scoring is not known, so neither is which claims decided them
+        return [(f"disagreement review: none (rubric {ref.id} v{ref.version} with hash {ref.hash[:12]} is "
+                 "not found here: set [judge] rubrics_dir to its folder)")]
+    names = [c.name for c in rubric.criteria if c.kind == "binary" and c.score_kind in REVIEWED_SCORES]
+    primary = record["primary_rater"]
+    spans = load_spans(config.inputs.labels).get(primary, {})
+    for name, block in review(judged, humans[primary], spans, names).items():
+        record["criteria"][name]["review"] = block
+    return []
 
 
 def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, progress: Any = None,

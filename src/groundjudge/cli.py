@@ -675,6 +675,31 @@ def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written:
                                                f"kappa {_num(kt['cross_fitted_kappa'])})")
             click.echo(f"{criterion}: selective trust (target {block['target_agreement']:g}, risk {block['risk']:g}): "
                        f"{block['cutoff']['reason']}; ECE {_num(block['reliability']['ece'])}{threshold}")
+    print_review(record)
+
+
+def print_review(record: dict[str, Any]) -> None:
+    """Per reviewed criterion, its disagreements by cause and direction (``calibrate.review``),
+    and how often people agreed where a term rule's signal failed an answer."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    for criterion, stats in record["criteria"].items():
+        review = stats.get("review")
+        if not review:
+            continue
+        table = Table(title=Text(terminal(f"{criterion}: {review['disagreements']} disagreements by cause")))
+        for col in ("cause", "judge too strict", "judge too lenient"):
+            table.add_column(col)
+        for key, cause in review["causes"].items():
+            if cause["n"]:
+                table.add_row(Text(terminal(key)), str(cause["too_strict"]), str(cause["too_lenient"]))
+        Console(highlight=False).print(table)
+        flags = [f"{key} {t['judge_false']} (people agreed on {t['human_false']})"
+                 for key, t in review["flag_agreement"].items() if t["judge_false"]]
+        if flags:
+            click.echo(terminal(f"{criterion}: answers the judge failed, by the same rules: " + "; ".join(flags)))
 
 
 def _num(value: float | None) -> str:

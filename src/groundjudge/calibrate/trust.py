@@ -162,7 +162,8 @@ def calibration_summary(judge: JudgeRun, records: Sequence[Mapping[str, Any]]) -
     return {
         "path": main.get("_path"), "primary_rater": main["primary_rater"], "raters": dict(main["raters"]),
         "criteria": {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
-                            **({"selective": st["selective"]} if "selective" in st else {})}
+                            **({"selective": st["selective"]} if "selective" in st else {}),
+                            **({"review": st["review"]} if "review" in st else {})}
                      for name, r in deciding.items() for st in [r["criteria"][name]]},
         "claims": main["claims"],
         "rule": RULE,

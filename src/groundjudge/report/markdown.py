@@ -8,6 +8,7 @@ from typing import Any
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 from groundjudge.report.numbers import number, summary
+from groundjudge.report.review_section import review_lines
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -162,6 +163,7 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     calibration = doc.get("calibration")
     if calibration:
         out += calibration_lines(calibration)
+        out += review_lines(calibration)
     out += _version_lines(doc)
     prov = doc["provenance"]
     out += ["", "## Provenance", "",
