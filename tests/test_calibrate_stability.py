@@ -105,7 +105,7 @@ def test_bands_belong_to_one_judge_identity() -> None:
     assert path == "/r/2026-01-03.json" and bands["faithful"].low == pytest.approx(0.4)
 
 
-def test_decide_never_trusts_an_unstable_verdict() -> None:
+def _run(model: str, confidence: float) -> Any:
     from groundjudge.judge.results import (
         CaseJudgement,
         ConfigJudgement,
@@ -118,24 +118,47 @@ def test_decide_never_trusts_an_unstable_verdict() -> None:
         summarize_config,
     )
 
-    cases = {f"q{i}": CaseJudgement(case_id=f"q{i}", config_id="c", status="judged",
-                                    criteria={"faithful": CriterionValue(label=True, value=0.9, confidence=0.99)})
-             for i in range(3)}
-    run = JudgeRun(identity=JudgeIdentity(rubric=RubricRef(id="r", version=1, hash="h"), model="m", decoding={}),
-                   base_url=None, criteria=FAITHFUL, to_judge=3, skip_reasons={},
-                   totals=JudgeTotals(usage=Usage(), cache_hits=0, judge_errors=0, done=3, stopped=None,
-                                      output_mode=None), cache={},
-                   per_config={"c": ConfigJudgement(summary=summarize_config(cases, FAITHFUL), cases=cases)})
-    cut = Cutoff(judge="m", cutoff=0.9, target_agreement=0.9, risk=0.1, coverage=1.0, bound=0.95, n=100,
-                 reason="r", record=None)
-    shaky = {("q1", "c", "faithful"): "verdict unstable: support 0.510 inside the noise band [0.440, 0.560)"}
-    decided = decide(run, {"faithful": cut}, unstable=shaky)
+    cases = {f"q{i}": CaseJudgement(case_id=f"q{i}", config_id="c", status="judged", criteria={
+        "faithful": CriterionValue(label=True, value=0.9, confidence=confidence)}) for i in range(3)}
+    return JudgeRun(identity=JudgeIdentity(rubric=RubricRef(id="r", version=1, hash="h"), model=model, decoding={}),
+                    base_url=None, criteria=FAITHFUL, to_judge=3, skip_reasons={},
+                    totals=JudgeTotals(usage=Usage(), cache_hits=0, judge_errors=0, done=3, stopped=None,
+                                       output_mode=None), cache={},
+                    per_config={"c": ConfigJudgement(summary=summarize_config(cases, FAITHFUL), cases=cases)})
+
+
+def _cut(model: str) -> Cutoff:
+    return Cutoff(judge=model, cutoff=0.9, target_agreement=0.9, risk=0.1, coverage=1.0, bound=0.95, n=100,
+                  reason="r", record=None)
+
+
+SHAKY = {("q1", "c", "faithful"): "verdict unstable: support 0.510 inside the noise band [0.440, 0.560)"}
+
+
+def test_decide_never_trusts_an_unstable_verdict() -> None:
+    run = _run("m", 0.99)
+    decided = decide(run, {"faithful": _cut("m")}, unstable=SHAKY)
     sources = {d.case_id: d.source for d in decided.per_config["c"]["faithful"].decisions}
     assert sources == {"q0": "trusted", "q1": "queued", "q2": "trusted"}
     (queued,) = decided.queue
     assert "noise band" in queued.reasons[0].abstained[0].reason
     # without the marks the same verdict is trusted: the mark is what keeps it out
-    assert {d.source for d in decide(run, {"faithful": cut}).per_config["c"]["faithful"].decisions} == {"trusted"}
+    assert {d.source for d in decide(run, {"faithful": _cut("m")}).per_config["c"]["faithful"].decisions} == {
+        "trusted"}
+
+
+def test_an_unstable_verdict_of_the_escalation_judge_is_not_taken_either() -> None:
+    first, second = _run("m", 0.6), _run("big", 0.99)  # the first judge abstains on every item
+    cuts = {"faithful": _cut("m")}
+    later = {"faithful": _cut("big")}
+    plain = decide(first, cuts, escalation=second, escalation_cutoffs=later)
+    assert {d.source for d in plain.per_config["c"]["faithful"].decisions} == {"escalated"}
+    marked = decide(first, cuts, escalation=second, escalation_cutoffs=later, escalation_unstable=SHAKY)
+    sources = {d.case_id: d.source for d in marked.per_config["c"]["faithful"].decisions}
+    assert sources == {"q0": "escalated", "q1": "queued", "q2": "escalated"}
+    (queued,) = marked.queue
+    assert [a.role for a in queued.reasons[0].abstained] == ["first", "escalation"]
+    assert "noise band" in queued.reasons[0].abstained[1].reason
 
 
 # --- against the scripted server ---------------------------------------------------------------

@@ -315,8 +315,11 @@ def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabel
         if chosen:
             escalated = judge_run(escalate, dataset, chosen, progress)
     later = cutoffs_for(escalated.identity.model_dump(), records) if escalated is not None else {}
+    later_check = (_stability_check(escalate.rubric, escalated, records)
+                   if escalate is not None and escalated is not None else None)
     return decide(judged, cutoffs, escalation=escalated, escalation_cutoffs=later, humans=people,
-                  unstable=unstable), escalated
+                  unstable=unstable,
+                  escalation_unstable=later_check.unstable_keys() if later_check is not None else None), escalated
 
 
 def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, dataset: Dataset | None = None,

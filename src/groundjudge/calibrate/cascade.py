@@ -214,12 +214,15 @@ def _abstention(judge: str, role: Literal["first", "escalation"], value: Criteri
 def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun | None = None,
            escalation_cutoffs: dict[str, Cutoff] | None = None,
            humans: dict[ItemKey, ItemLabels] | None = None,
-           unstable: Mapping[tuple[str, str, str], str] | None = None) -> SelectiveTrust:
+           unstable: Mapping[tuple[str, str, str], str] | None = None,
+           escalation_unstable: Mapping[tuple[str, str, str], str] | None = None) -> SelectiveTrust:
     """Who decides each judged item of each criterion with a cut-off (see the module doc).
     ``unstable``: (case, config, criterion) -> why the first judge's verdict lies inside its noise
-    band (``calibrate.stability``); such a verdict is never trusted, whatever its confidence."""
+    band (``calibrate.stability``); such a verdict is never trusted, whatever its confidence.
+    ``escalation_unstable``: the same for the escalation judge's verdicts (its own bands)."""
     escalation_cutoffs = escalation_cutoffs or {}
     unstable = unstable or {}
+    escalation_unstable = escalation_unstable or {}
     per_config: dict[str, dict[str, CriterionCascade]] = {}
     queued: dict[ItemKey, list[QueueReason]] = {}
     for cfg, section in first.per_config.items():
@@ -240,8 +243,9 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                 human = _human(humans, key, name, kind)
                 later = escalation.case(cfg, case_id) if escalation is not None else None
                 later_value = later.criteria.get(name) if later is not None and later.status == "judged" else None
+                later_shaky = escalation_unstable.get((case_id, cfg, name))
                 later_kept = (_keeps(escalation_cutoffs.get(name), later_value.label, later_value.confidence, kind)
-                              if later_value is not None else None)
+                              if later_value is not None and later_shaky is None else None)
                 if kept is not None:
                     decisions.append(ItemDecision(**common, source="trusted", label=said, confidence=kept))
                 elif human is not None:
@@ -257,7 +261,7 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                             later.status != "judged" else "no verdict for this criterion" if later is not None \
                             else "not sent to it"
                         abstained.append(_abstention(escalation.identity.model, "escalation", later_value, why,
-                                                     escalation_cutoffs.get(name), kind))
+                                                     escalation_cutoffs.get(name), kind, later_shaky))
                     queued.setdefault(key, []).append(QueueReason(criterion=name, abstained=abstained))
             per_config[cfg][name] = _summarise(name, kind, decisions, cut, escalation_cutoffs.get(name), humans)
     queue = [QueueItem(case_id=k[0], config_id=k[1] or "", criteria=[r.criterion for r in v], reasons=v)
