@@ -105,8 +105,7 @@ def _questions(session: JudgeSession, item: JudgeItem, by_kind: dict[str, list[s
     if "cited" in by_kind:
         unfound = claim_check.cited_unfound(rubric, item, case)
         asked, _ = claim_check.cited_questions(rubric, item, case, unfound)
-        out += [(q, unfound.get(q.index) if rubric.claim_questions and rubric.claim_questions.grounding else None)
-                for q in asked]
+        out += [(q, unfound.get(q.index)) for q in asked]  # no grounding: no unfound terms
     if "relevance" in by_kind:
         out += [(q, None) for q in claim_check.relevance_questions(rubric, item)]
     return out
