@@ -44,6 +44,8 @@ if TYPE_CHECKING:
         resolve_config,
         rubric_for,
         run_eval,
+        stability_plan,
+        stability_reask,
         try_demos,
         write_metrics_reports,
         write_otel_events,
@@ -89,6 +91,8 @@ _EXPORTS = {
     "Calibration": "groundjudge.api",
     "position_probe": "groundjudge.api",
     "try_demos": "groundjudge.api",
+    "stability_plan": "groundjudge.api",
+    "stability_reask": "groundjudge.api",
     "compare": "groundjudge.api",
     "Config": "groundjudge.config",
     "JudgeSession": "groundjudge.judge.session",
@@ -109,7 +113,8 @@ __all__ = [
     "annotate_phoenix", "append_history", "batch_step", "calibrate", "check_gate_config", "check_outputs", "compare",
     "compute_metrics", "fetch_phoenix", "for_profile", "history_path", "history_record", "judge_findings", "load_inputs", "open_escalation", "open_judge",
     "position_probe", "profile_report", "profile_settings", "report_document", "resolve_config", "rubric_for",
-    "run_eval", "try_demos", "write_metrics_reports", "write_otel_events", "write_run_reports",
+    "run_eval", "stability_plan", "stability_reask", "try_demos", "write_metrics_reports", "write_otel_events",
+    "write_run_reports",
 ]
 
 

@@ -218,6 +218,7 @@ class RunResult:
     bias_corrected: dict[str, Any] | None
     exit_code: int
     escalation: JudgeRun | None = None  # the escalation judge's verdicts on the items sent to it
+    stability: Any = None  # calibrate.stability.StabilityCheck: verdicts inside their noise band, or why unknown
 
     @property
     def passed(self) -> bool:
@@ -268,7 +269,9 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
     records = find_records(config.trust.records_dir)  # before any call: an unreadable record is bad input
     judged = judge_run(judge, dataset, selections, progress, spent)
     humans = load_labels(config.inputs.labels, judged.criteria) if config.inputs.labels else None
-    selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress)
+    stability = _stability_check(judge.rubric, judged, records)
+    selective, escalated = _selective_trust(judged, humans, records, dataset, selections, escalate, progress,
+                                            unstable=stability.unstable_keys() if stability is not None else None)
     gates = evaluate_gates(metrics, judged, config.gates, trust_rules(config), records, selective)
     # a judge that could not be reached, or stopped answering, leaves the verdict unknown: exit
     # 3 whatever was judged before it stopped (and the run is no comparable point of the history)
@@ -278,14 +281,26 @@ def run_eval(config: Config, judge: JudgeSession, *, progress: Any = None, datas
                      selections=tuple(selections), judge=judged, gates=gates,
                      calibration=calibration_summary(judged, records),
                      bias_corrected=bias_corrected_rates(judged, humans) if humans else None, exit_code=exit_code,
-                     escalation=escalated)
+                     escalation=escalated, stability=stability)
+
+
+def _stability_check(rubric: Rubric, judged: JudgeRun, records: Sequence[dict[str, Any]]) -> Any:
+    """Which verdicts lie inside their criterion's noise band (``calibrate.stability``); None
+    when the rubric has no verdict that is a support against a threshold."""
+    from groundjudge.calibrate.stability import SUPPORT_SCORES, check_run
+
+    supported = ([c.name for c in rubric.criteria if c.score_kind in SUPPORT_SCORES]
+                 if rubric.protocol == "claim_questions" else [])
+    return check_run(judged, supported, records)
 
 
 def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabels]] | None,
                     records: Sequence[dict[str, Any]], dataset: Dataset, selections: list[Selection],
-                    escalate: JudgeSession | None, progress: Any = None) -> tuple[Any, JudgeRun | None]:
+                    escalate: JudgeSession | None, progress: Any = None,
+                    unstable: dict[tuple[str, str, str], str] | None = None) -> tuple[Any, JudgeRun | None]:
     """Who decides each item under selective trust, escalating what the first judge abstains
-    on; (None, None) when no record of this judge holds a guaranteed cut-off."""
+    on; (None, None) when no record of this judge holds a guaranteed cut-off. ``unstable``: the
+    first judge's verdicts inside their noise band, never trusted."""
     from groundjudge.calibrate.cascade import cutoffs_for, decide, to_escalate
     from groundjudge.calibrate.verdicts import primary_rater
     from groundjudge.judge.run import judge_run
@@ -296,12 +311,16 @@ def _selective_trust(judged: JudgeRun, humans: dict[str, dict[ItemKey, ItemLabel
     people = humans[primary_rater(humans)] if humans else None
     escalated = None
     if escalate is not None:
-        send = to_escalate(judged, cutoffs, people)
+        send = to_escalate(judged, cutoffs, people, unstable=unstable)
         chosen = [s for s in selections if s.judge and (s.case_id, s.config_id) in send]
         if chosen:
             escalated = judge_run(escalate, dataset, chosen, progress)
     later = cutoffs_for(escalated.identity.model_dump(), records) if escalated is not None else {}
-    return decide(judged, cutoffs, escalation=escalated, escalation_cutoffs=later, humans=people), escalated
+    later_check = (_stability_check(escalate.rubric, escalated, records)
+                   if escalate is not None and escalated is not None else None)
+    return decide(judged, cutoffs, escalation=escalated, escalation_cutoffs=later, humans=people,
+                  unstable=unstable,
+                  escalation_unstable=later_check.unstable_keys() if later_check is not None else None), escalated
 
 
 def batch_step(config: Config, judge: JudgeSession, out_dir: str | Path, *, dataset: Dataset | None = None,
@@ -338,7 +357,7 @@ def report_document(result: RunResult) -> Any:
     return ReportDocument(**{**dict(base), "kind": "groundjudge.report"}, judge=result.judge, gates=result.gates,
                           calibration=CalibrationSummary.model_validate(result.calibration)
                           if result.calibration else None, bias_corrected=result.bias_corrected,
-                          escalation=result.escalation)
+                          escalation=result.escalation, stability=result.stability)
 
 
 COMPACT_JSON_ABOVE = 5_000  # (case, config) pairs: a larger report.json is written compact, which is faster
@@ -453,6 +472,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.report.junit import junit_xml
     from groundjudge.report.markdown import render_markdown
     from groundjudge.report.selective_section import render_selective_markdown
+    from groundjudge.report.stability_section import render_stability_markdown
     from groundjudge.report.triage import write_triage_files
 
     typed = report_document(result)
@@ -460,7 +480,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     release_free_pages()  # what the history's columns took, before the documents are built
     doc = as_json_dict(typed)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc)
+    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc) + render_stability_markdown(doc)
     if profile is not None:
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
         agreement = document_agreement(doc, profile.name, profile.report)
@@ -629,7 +649,7 @@ class Calibration:
 def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path: Path | None = None,
               judge_name: str | None = None, primary_rater: str | None = None, seed: int = 0,
               target_width: float = 0.2, position_probe: dict[str, Any] | None = None,
-              ) -> Calibration:
+              stability: dict[str, Any] | None = None) -> Calibration:
     """Join judge verdicts with human labels, write the calibration record beside the judge's
     others, report trust."""
     from groundjudge.calibrate.evidence import write_notes
@@ -668,6 +688,8 @@ def calibrate(config: Config, *, report_path: Path | None = None, verdicts_path:
                           risk=config.trust.risk)
     if position_probe is not None:
         record["position_probe"] = position_probe
+    if stability is not None:
+        record["stability"] = stability
     fitting = _fitting(config, identity, humans)
     if fitting is not None:  # an aligned rubric: does this record score labels it was fitted on?
         record["fitting"] = fitting
@@ -811,6 +833,35 @@ def position_probe(config: Config, report_path: Path, judge: JudgeSession, *, pr
     probe = reversed_selections(load_inputs(config), labelled)
     results, totals = judge_selected(judge, probe, progress)
     return flip_rates(items, judged.criteria, results, probed=len(probe), requests=totals.usage.requests)
+
+
+def stability_plan(config: Config, report_path: Path, judge: JudgeSession, *, size: int, seed: int) -> Any:
+    """The seeded sample of the questions behind ``report_path``'s verdicts that
+    ``groundjudge calibrate --stability N`` re-asks (``calibrate.reask.plan``). The report must
+    have been judged by this judge's model and rubric, a claim_check rubric (else InputError)."""
+    from groundjudge.calibrate.reask import plan
+    from groundjudge.calibrate.verdicts import verdicts_from_report
+
+    judged = verdicts_from_report(report_path)
+    if judge.rubric.protocol != "claim_questions":
+        raise InputError.one(_where(config), None, "stability",
+                             f"rubric {judge.rubric.id} asks no one-token questions with probabilities: nothing to "
+                             "re-ask (use a claim_check rubric)")
+    if judged.identity.model != judge.model:
+        raise InputError.one(report_path, None, "judge.identity.model",
+                             f"report was judged by {judged.identity.model!r}, the re-asks would use {judge.model!r}")
+    if judged.identity.rubric.hash != judge.rubric.content_hash or judged.identity.decoding != judge.decoding():
+        raise InputError.one(report_path, None, "judge.identity",
+                             "report was judged with another rubric or other decoding settings than the re-asks would use")
+    return plan(judge, judged, load_inputs(config), size=size, seed=seed)
+
+
+def stability_reask(judge: JudgeSession, planned: Any, repeats: int, *, on_call: Any = None) -> dict[str, Any]:
+    """Re-ask the planned questions ``repeats`` times each, bypassing the cache; the record's
+    ``stability`` block (``calibrate.stability``)."""
+    from groundjudge.calibrate.reask import reask
+
+    return reask(judge, planned, repeats, on_call=on_call)
 
 
 # --- comparing runs ------------------------------------------------------------------------

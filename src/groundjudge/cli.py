@@ -629,10 +629,16 @@ def history(config_path: Path | None, history_file: Path | None, metrics: tuple[
 @click.option("--judge-model", help="For --position-probe: the pinned judge model id.")
 @click.option("--rubric", help="For --position-probe: the rubric id (default: [judge] rubric).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="For --position-probe: the judge cache.")
+@click.option("--stability", "stability", metavar="N",
+              help="Also re-ask a seeded sample of the report's questions N times each (N >= 2), bypassing the "
+                   "cache, and record each criterion's flip rate and noise band.")
+@click.option("--stability-sample", metavar="SIZE", default="40", show_default=True,
+              help="With --stability: how many questions to re-ask (seeded by --seed).")
 def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path | None, judge_name: str | None,
               labels: tuple[Path, ...], primary_rater: str | None, seed: int, target_width: float,
               records_dir: Path | None, position_probe: bool, judge_base_url: str | None,
-              judge_model: str | None, rubric: str | None, cache_dir: Path | None) -> None:
+              judge_model: str | None, rubric: str | None, cache_dir: Path | None, stability: str | None = None,
+              stability_sample: str = "40") -> None:
     """Compare judge verdicts with human labels; write a calibration record; show trust."""
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
@@ -640,20 +646,72 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
     config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir,
                                               "judge.base_url": judge_base_url, "judge.model": judge_model,
                                               **rubric_flags(rubric), "cache.dir": cache_dir})
+    repeats = _count(stability, "stability", 2) if stability is not None else None
+    size = _count(stability_sample, "stability-sample", 1)
+    if repeats is not None and (report_path is None or not config.inputs.labels):  # before any call
+        raise InputError.one(config.source or "command line", None, "stability",
+                             "needs --report and --labels (the figures go into the calibration record)")
     probe = None
     if position_probe:
         if report_path is None:
             raise InputError.one(config.source or "command line", None, "position-probe", "needs --report")
         with api.open_judge(config) as judge, JudgeProgress(False) as progress:
             probe = api.position_probe(config, report_path, judge, progress=progress)
+    stable = _stability(config, report_path, repeats, size, seed) if repeats is not None and report_path else None
     done = api.calibrate(config, report_path=report_path, verdicts_path=verdicts, judge_name=judge_name,
-                         primary_rater=primary_rater, seed=seed, target_width=target_width, position_probe=probe)
+                         primary_rater=primary_rater, seed=seed, target_width=target_width, position_probe=probe,
+                         stability=stable)
     print_calibration(done.record, done.trust, written=str(done.path))
     if probe is not None:
         click.echo("position probe (context order reversed): " + ", ".join(
             f"{c}: {p['flips']}/{p['n']} flipped" for c, p in probe.items() if isinstance(p, dict)))
     for line in done.notes:  # what was written, what else exists for this judge, which record decides
         click.echo(line)
+    if stable is not None:
+        for line in stability_lines(stable):
+            click.echo(line)
+
+
+def _count(value: str, option: str, least: int) -> int:
+    """A whole number >= ``least`` given on the command line, else one input-error line (exit 2)."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = None
+    if number is None or number < least:
+        raise InputError.one("command line", None, option, f"{value!r} is not a whole number >= {least}")
+    return number
+
+
+def _stability(config: Any, report_path: Path, repeats: int, size: int, seed: int) -> dict[str, Any]:
+    """``calibrate --stability N``: the budget line, then the re-asks; the record's block."""
+    from groundjudge import api
+    from groundjudge.calibrate.reask import describe
+
+    with api.open_judge(config) as judge:
+        planned = api.stability_plan(config, report_path, judge, size=size, seed=seed)
+        click.echo(describe(planned, repeats, judge.model), err=True)  # the budget, before any call
+
+        def tick(done: int, total: int) -> None:
+            if done % 10 == 0 or done == total:
+                click.echo(f"stability: {done}/{total} call(s) made", err=True)
+
+        return api.stability_reask(judge, planned, repeats, on_call=tick)
+
+
+def stability_lines(block: dict[str, Any]) -> list[str]:
+    """One line per criterion: flip rate, spreads, noise band."""
+    out = [(f"stability: {block['calls']} call(s) ({block['failed_calls']} failed) in {block['seconds']:.0f}s, "
+            f"{block['sample']} of {block['questions_available']} question(s) x {block['repeats']}")]
+    for name, c in block["criteria"].items():
+        band = c["band"]
+        out.append(f"  {name}: {c['flipped']}/{c['questions']} flipped" + (
+            "" if band is None else
+            f", support spread max {_num(c['support_spread']['max'])} (P(yes) {_num(c['p_yes_spread']['max'])}), "
+            f"noise band [{_num(band['low'])}, {_num(band['high'])}) around {c['cut']:g}"))
+    for name, why in (block.get("not_covered") or {}).items():
+        out.append(f"  {name}: no figures: {why}")
+    return out
 
 
 def print_calibration(record: dict[str, Any], trust: dict[str, Any], *, written: str | None = None) -> None:
@@ -757,8 +815,9 @@ def compare(run_a: Path, run_b: Path | None, config_a: str | None, config_b: str
 @click.option("--tag", "tags", multiple=True, help="Only cases with this tag (repeatable).")
 @click.option("--kind", "kinds", multiple=True,
               type=click.Choice(["unsupported_claim", "contradicted_claim", "misattributed_citation",
-                                 "invalid_citation", "awaits_person"]),
-              help="Only findings of this kind (repeatable); awaits_person: the human queue.")
+                                 "invalid_citation", "awaits_person", "unstable_verdict"]),
+              help="Only findings of this kind (repeatable); awaits_person: the human queue; unstable_verdict: "
+                   "verdicts inside their noise band.")
 @click.option("--config", "configs", multiple=True, help="Only this system config (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSONL instead of Markdown.")
 def triage(run_dir: Path, tags: tuple[str, ...], kinds: tuple[str, ...], configs: tuple[str, ...],

@@ -12,6 +12,9 @@ in order:
 4. ``queued``: nobody yet; the item waits for a person (the human queue), with the reason: each
    judge that abstained, its verdict, its confidence and its lambda.
 
+A verdict inside its criterion's noise band (``calibrate/stability.py``) is never ``trusted``: it goes
+on as one below lambda would, with that reason.
+
 A criterion without such a record keeps today's all-or-nothing rule (``calibrate/trust.py``);
 ``SelectiveTrust.all_or_nothing`` says which and why. An ordinal verdict's confidence and
 agreement are those of the exact grade (``calibrate/selective.py``); its rate is the mean grade.
@@ -19,7 +22,7 @@ agreement are those of the exact grade (``calibrate/selective.py``); its rate is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -154,8 +157,10 @@ def _kind(run: JudgeRun, name: str) -> str:
 
 
 def to_escalate(first: JudgeRun, cutoffs: dict[str, Cutoff], humans: dict[ItemKey, ItemLabels] | None,
-                ) -> set[ItemKey]:
-    """Judged items with a criterion the first judge abstains on and no person has labelled."""
+                *, unstable: Mapping[tuple[str, str, str], str] | None = None) -> set[ItemKey]:
+    """Judged items with a criterion the first judge abstains on and no person has labelled
+    (``unstable``: (case, config, criterion) of verdicts inside their noise band, never kept)."""
+    unstable = unstable or {}
     out: set[ItemKey] = set()
     for cfg, section in first.per_config.items():
         for case_id, case in section.cases.items():
@@ -166,8 +171,8 @@ def to_escalate(first: JudgeRun, cutoffs: dict[str, Cutoff], humans: dict[ItemKe
                 value = case.criteria.get(name)
                 if value is None or value.label is None:
                     continue
-                if (_keeps(cut, value.label, value.confidence, kind) is None
-                        and _human(humans, (case_id, cfg), name, kind) is None):
+                kept = None if (case_id, cfg, name) in unstable else _keeps(cut, value.label, value.confidence, kind)
+                if kept is None and _human(humans, (case_id, cfg), name, kind) is None:
                     out.add((case_id, cfg))
     return out
 
@@ -186,7 +191,7 @@ def expected_agreement(counts: dict[str, int], first: Cutoff, escalation: Cutoff
 
 
 def _abstention(judge: str, role: Literal["first", "escalation"], value: CriterionValue | None, why_none: str,
-                cut: Cutoff | None, kind: str) -> Abstention:
+                cut: Cutoff | None, kind: str, unstable: str | None = None) -> Abstention:
     """Why ``judge`` did not settle the item: no verdict, no cut-off, or confidence below it."""
     label = None if value is None or value.label is None else _typed(value.label, kind)
     conf = verdict_confidence(label, value.confidence, kind) if value is not None else None
@@ -197,6 +202,8 @@ def _abstention(judge: str, role: Literal["first", "escalation"], value: Criteri
         reason = "no calibration record with a cut-off for this criterion: its verdicts are never trusted"
     elif lam is None:
         reason = "its record keeps nothing (no lambda reaches the target)"
+    elif unstable is not None:
+        reason = unstable
     elif conf is None:
         reason = f"its verdict carries no confidence (lambda {lam:g})"
     else:
@@ -206,9 +213,16 @@ def _abstention(judge: str, role: Literal["first", "escalation"], value: Criteri
 
 def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun | None = None,
            escalation_cutoffs: dict[str, Cutoff] | None = None,
-           humans: dict[ItemKey, ItemLabels] | None = None) -> SelectiveTrust:
-    """Who decides each judged item of each criterion with a cut-off (see the module doc)."""
+           humans: dict[ItemKey, ItemLabels] | None = None,
+           unstable: Mapping[tuple[str, str, str], str] | None = None,
+           escalation_unstable: Mapping[tuple[str, str, str], str] | None = None) -> SelectiveTrust:
+    """Who decides each judged item of each criterion with a cut-off (see the module doc).
+    ``unstable``: (case, config, criterion) -> why the first judge's verdict lies inside its noise
+    band (``calibrate.stability``); such a verdict is never trusted, whatever its confidence.
+    ``escalation_unstable``: the same for the escalation judge's verdicts (its own bands)."""
     escalation_cutoffs = escalation_cutoffs or {}
+    unstable = unstable or {}
+    escalation_unstable = escalation_unstable or {}
     per_config: dict[str, dict[str, CriterionCascade]] = {}
     queued: dict[ItemKey, list[QueueReason]] = {}
     for cfg, section in first.per_config.items():
@@ -224,12 +238,14 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                 said = _typed(value.label, kind)
                 common: dict[str, Any] = {"case_id": case_id, "config_id": cfg, "first_label": said,
                                           "first_confidence": verdict_confidence(said, value.confidence, kind)}
-                kept = _keeps(cut, said, value.confidence, kind)
+                shaky = unstable.get((case_id, cfg, name))
+                kept = None if shaky is not None else _keeps(cut, said, value.confidence, kind)
                 human = _human(humans, key, name, kind)
                 later = escalation.case(cfg, case_id) if escalation is not None else None
                 later_value = later.criteria.get(name) if later is not None and later.status == "judged" else None
+                later_shaky = escalation_unstable.get((case_id, cfg, name))
                 later_kept = (_keeps(escalation_cutoffs.get(name), later_value.label, later_value.confidence, kind)
-                              if later_value is not None else None)
+                              if later_value is not None and later_shaky is None else None)
                 if kept is not None:
                     decisions.append(ItemDecision(**common, source="trusted", label=said, confidence=kept))
                 elif human is not None:
@@ -239,13 +255,13 @@ def decide(first: JudgeRun, cutoffs: dict[str, Cutoff], *, escalation: JudgeRun 
                                                   confidence=later_kept))
                 else:
                     decisions.append(ItemDecision(**common, source="queued", label=None, confidence=None))
-                    abstained = [_abstention(first.identity.model, "first", value, "no verdict", cut, kind)]
+                    abstained = [_abstention(first.identity.model, "first", value, "no verdict", cut, kind, shaky)]
                     if escalation is not None:
                         why = ("not judged: " + (later.reason or later.status)) if later is not None and \
                             later.status != "judged" else "no verdict for this criterion" if later is not None \
                             else "not sent to it"
                         abstained.append(_abstention(escalation.identity.model, "escalation", later_value, why,
-                                                     escalation_cutoffs.get(name), kind))
+                                                     escalation_cutoffs.get(name), kind, later_shaky))
                     queued.setdefault(key, []).append(QueueReason(criterion=name, abstained=abstained))
             per_config[cfg][name] = _summarise(name, kind, decisions, cut, escalation_cutoffs.get(name), humans)
     queue = [QueueItem(case_id=k[0], config_id=k[1] or "", criteria=[r.criterion for r in v], reasons=v)

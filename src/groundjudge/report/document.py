@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
 from groundjudge.gate import GateReport
 from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
@@ -144,6 +145,9 @@ class ReportDocument(MetricsDocument):
     calibration: CalibrationSummary | None
     bias_corrected: dict[str, Any] | None = None  # PPI estimates, with --labels
     escalation: JudgeRun | None = None  # the escalation judge's verdicts (selective trust)
+    # verdicts inside their criterion's noise band, or why none could be checked (None: the
+    # rubric has no verdict that is a support against a threshold)
+    stability: StabilityCheck | None = None
 
 
 def _summaries(values: dict[str, Any]) -> dict[str, MetricValue]:

@@ -22,6 +22,7 @@ from groundjudge.report import charts
 from groundjudge.report.judge_section import README_TRUST
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 from groundjudge.report.numbers import number
+from groundjudge.report.stability_section import unstable_by_case, unstable_text
 
 VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupported": "bad", "contradicted": "bad",
                  "unchecked": "unchecked"}
@@ -81,6 +82,7 @@ def _case_views(doc: dict[str, Any], dataset: Dataset,
                 pairs: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]]) -> list[dict[str, Any]]:
     criteria = doc.get("judge", {}).get("criteria", [])
     headline = (criteria[0]["name"], criteria[0]["metric"]) if criteria else None
+    shaky = unstable_by_case(doc)
     views = []
     for cfg, case_id, values, verdict, failed in pairs:
         case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
@@ -113,6 +115,7 @@ def _case_views(doc: dict[str, Any], dataset: Dataset,
                               for cid in cited if context_known and cid not in context_ids],
             "answer": highlight(trace.answer or "", claims),
             "claims": claims, "failed": failed,
+            "unstable": [unstable_text(u) for u in shaky.get((cfg, case_id), [])],
             "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],
         })
     return views

@@ -1,7 +1,8 @@
 """Triage records: every unsupported or contradicted claim and every bad citation, with evidence,
 and every item of the human queue (``awaits_person``: under selective trust, no trusted judge
 settled it; the row names the criteria and, per judge that abstained, its verdict, confidence
-and cut-off).
+and cut-off), and every case with an unstable verdict (``unstable_verdict``: its support lies
+inside its criterion's noise band, ``calibrate/stability.py``).
 
 Each record carries the case's retrieval facts (was a gold chunk retrieved, at which rank, did
 it reach the context), so "bad answer because the gold chunk was never retrieved" shows at a
@@ -27,11 +28,13 @@ from groundjudge.load.items import chunk_ids
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
 from groundjudge.report.selective_section import abstention_text, queue_lines
+from groundjudge.report.stability_section import stability_note, unstable_by_case, unstable_text
 
 CLAIM_KINDS = {"unsupported": "unsupported_claim", "contradicted": "contradicted_claim",
                "misattributed": "misattributed_citation"}
 AWAITS_PERSON = "awaits_person"
-KINDS = (*CLAIM_KINDS.values(), "invalid_citation", AWAITS_PERSON)
+UNSTABLE = "unstable_verdict"
+KINDS = (*CLAIM_KINDS.values(), "invalid_citation", AWAITS_PERSON, UNSTABLE)
 
 
 def queue_why(reasons: list[dict[str, Any]]) -> str:
@@ -76,6 +79,7 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
     judge = doc.get("judge", {}).get("per_config", {})
     selective = (doc.get("gates") or {}).get("selective") or {}
     queued = {(q["config_id"], q["case_id"]): q for q in selective.get("queue") or []}
+    shaky = unstable_by_case(doc)
     for config_id in doc["configs"]:
         for case_id in dataset.cases:
             trace = dataset.trace(config_id, case_id)
@@ -93,6 +97,11 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                 records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
                                 "criteria": waiting["criteria"], "why": queue_why(reasons), "reasons": reasons,
                                 "retrieval": facts})
+            unstable = shaky.get((config_id, case_id))
+            if unstable:
+                facts = facts or retrieval_facts(dataset, config_id, case_id)
+                records.append({**base, "kind": UNSTABLE, "criteria": [u["criterion"] for u in unstable],
+                                "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
             retrieved = None if "retrieved_chunks" in trace.not_recorded else set(chunk_ids(trace.retrieved_chunks))
             context = None if "context_chunks" in trace.not_recorded else set(chunk_ids(trace.context_chunks))
@@ -147,7 +156,7 @@ class TriageRow(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     kind: Literal["unsupported_claim", "contradicted_claim", "misattributed_citation", "invalid_citation",
-                  "awaits_person"]
+                  "awaits_person", "unstable_verdict"]
     config_id: str
     case_id: str
     tags: list[str] = []
@@ -166,7 +175,8 @@ class TriageRow(BaseModel):
 
     @model_validator(mode="after")
     def _fields_of_its_kind(self) -> TriageRow:
-        needed = {"awaits_person": ("criteria",), "invalid_citation": ("cited", "problem")}.get(
+        needed = {"awaits_person": ("criteria",), "unstable_verdict": ("criteria",),
+                  "invalid_citation": ("cited", "problem")}.get(
             self.kind, ("claim", "cited", "supported_by"))
         missing = [name for name in needed if getattr(self, name) is None
                    or (self.kind == "invalid_citation" and name == "cited" and not self.cited)]
@@ -242,7 +252,8 @@ def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | 
 
 def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> Iterator[str]:
     """``render_triage_markdown`` in pieces, one case at a time."""
-    yield _markdown_header(len(records), sum(1 for r in records if r["kind"] == AWAITS_PERSON), doc)
+    yield _markdown_header(len(records), sum(1 for r in records if r["kind"] == AWAITS_PERSON), doc,
+                           unstable=sum(1 for r in records if r["kind"] == UNSTABLE))
     # grouped by (config, case) in the order each first appears, as before; one case at a time out
     seen: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
@@ -256,26 +267,30 @@ def write_triage_files(dataset: Dataset, doc: dict[str, Any], jsonl_path: Path, 
     nightly run's findings never exist all at once (as a list they would hold memory for nothing). The
     Markdown's opening counts them, so its case sections go to a temporary file first. The
     bytes are those of ``jsonl_lines`` and ``triage_markdown_chunks`` over ``triage_records``."""
-    found = waiting = 0
+    found = waiting = unstable = 0
     with open_atomic(jsonl_path) as lines, tempfile.TemporaryFile(dir=markdown_path.parent) as sections:
         for group in triage_groups(dataset, doc):
             lines.write(b"".join(jsonl_lines(group)))
             sections.write(_case_markdown(group).encode("utf-8"))
             found += len(group)
             waiting += sum(1 for r in group if r["kind"] == AWAITS_PERSON)
+            unstable += sum(1 for r in group if r["kind"] == UNSTABLE)
         sections.seek(0)
-        head = _markdown_header(found, waiting, doc)
+        head = _markdown_header(found, waiting, doc, unstable=unstable)
         write_chunks_atomic(markdown_path, chain([head], iter(partial(sections.read, 1 << 20), b"")))
 
 
-def _markdown_header(found: int, waiting: int, doc: dict[str, Any] | None) -> str:
+def _markdown_header(found: int, waiting: int, doc: dict[str, Any] | None, *, unstable: int = 0) -> str:
     out = ["# Triage", ""]
     if doc is not None:
         out += trust_lines(doc) + queue_lines(doc)
-    out += [f"{found - waiting} finding(s): unsupported or contradicted claims, misattributed and "
+        note = stability_note(doc)
+        out += [note, ""] if note else []
+    out += [f"{found - waiting - unstable} finding(s): unsupported or contradicted claims, misattributed and "
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
             "others are the judge's findings."
-            + (f" {waiting} item(s) await a person's label (the human queue)." if waiting else ""), ""]
+            + (f" {waiting} item(s) await a person's label (the human queue)." if waiting else "")
+            + (f" {unstable} case(s) have an unstable verdict (inside its noise band)." if unstable else ""), ""]
     return "\n".join(out)
 
 
@@ -291,6 +306,9 @@ def _case_markdown(items: list[dict[str, Any]]) -> str:
         if r["kind"] == AWAITS_PERSON:
             out.append(f"- **awaits a person** ({', '.join(map(markdown, r['criteria']))}): no trusted judge settled it"
                        + (f" — {markdown(r['why'])}" if r.get("why") else ""))
+            continue
+        if r["kind"] == UNSTABLE:
+            out.append(f"- **unstable verdict** ({', '.join(map(markdown, r['criteria']))}): {markdown(r['why'])}")
             continue
         if r["kind"] == "invalid_citation":
             out.append(f"- **invalid citation** {markdown_code(r['cited'][0])}: {markdown(r['problem'])}")
