@@ -32,7 +32,8 @@ def bench():  # the script, imported as a module
 def run(tmp_path: Path, name: str, *inputs: str) -> dict:
     out = tmp_path / name
     with ScriptedOpenAIServer(claim_answer) as srv:
-        result = CliRunner().invoke(main, ["run", *inputs, "--cache-dir", str(tmp_path / f"cache-{name}"),
+        # v4: the scripted P(yes) gives it both verdicts (the fitted default reads this judge as sure of every claim)
+        result = CliRunner().invoke(main, ["run", *inputs, "--rubric", "claim_check/v4", "--cache-dir", str(tmp_path / f"cache-{name}"),
                                            "--out", str(out), "--no-history", "--judge-base-url", srv.base_url,
                                            "--judge-model", srv.model, "--quiet"])
     assert result.exit_code in (0, 1), result.output

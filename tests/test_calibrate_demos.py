@@ -132,7 +132,7 @@ def test_a_trial_costs_nothing_until_go_then_keeps_only_what_helps(tmp_path: Pat
         out = tmp_path / "run"
         run = CliRunner().invoke(main, ["run", "--golden", str(golden), "--traces", str(traces), "--corpus",
                                         str(corpus), "--judge-base-url", srv.base_url, "--judge-model", srv.model,
-                                        "--rubric", "claim_check", "--cache-dir", str(tmp_path / "cache"),
+                                        "--rubric", "claim_check/v4", "--cache-dir", str(tmp_path / "cache"),
                                         "--out", str(out), "--quiet"])
         assert run.exit_code in (0, 1), run.output
         before = srv.call_count

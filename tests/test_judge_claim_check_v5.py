@@ -59,8 +59,8 @@ def example_items() -> list[JudgeItem]:
     return [s.item for s in api.select(config, dataset, metrics) if s.judge and s.item is not None]
 
 
-def test_the_family_default_stays_v4_and_v5_is_chosen_by_name() -> None:
-    assert load_rubric(RUBRICS, "claim_check").version == 4  # v5 is opt_in
+def test_the_family_default_is_not_v5_which_is_chosen_by_name() -> None:
+    assert load_rubric(RUBRICS, "claim_check").version == 7  # v5 and v6 are opt_in; v7 is the newest other one
     assert V5.opt_in and not V4.opt_in
     assert read_lock(RUBRICS)["claim_check/v5"] == V5.content_hash  # published, hash-locked
     assert [c.name for c in V5.criteria] == ["faithful", "correct", "citations_supported", "relevant", "complete"]

@@ -227,7 +227,7 @@ def test_v4_plans_no_batch_line_for_an_unchecked_claim(tmp_path: Path) -> None:
     assert len(v3) == 1 and v4 == []
 
 
-def test_a_run_with_the_default_rubric_names_the_unfound_terms_of_flagged_claims(tmp_path: Path) -> None:
+def test_a_run_with_claim_check_v4_names_the_unfound_terms_of_flagged_claims(tmp_path: Path) -> None:
     import json
 
     from click.testing import CliRunner
@@ -243,10 +243,10 @@ def test_a_run_with_the_default_rubric_names_the_unfound_terms_of_flagged_claims
         result = CliRunner().invoke(main, [
             "run", "--config", str(ROOT / "examples" / "groundjudge.toml"), "--judge-base-url", srv.base_url,
             "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
-            "--no-history", "--quiet"])
+            "--rubric", "claim_check/v4", "--no-history", "--quiet"])
     assert result.exit_code in (0, 1), result.output
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert doc["judge"]["identity"]["rubric"]["version"] == 4  # the default
+    assert doc["judge"]["identity"]["rubric"]["version"] == 4
     for section in doc["judge"]["per_config"].values():
         for verdict in section["cases"].values():
             unchecked = [c for c in verdict["claims"] if c["verdict"] == "unchecked"]
@@ -483,3 +483,37 @@ def test_a_rubric_that_declares_the_language_reads_every_case_in_it(tmp_path: Pa
     assert plan_case(declared, case).languages == Languages(answer="vi", passages="en")
     assert plan_case(V6, case).unfound == [["có", "thể"]]
     assert plan_case(declared, case).unfound == [["thể"]]  # "có" (have, can) is a Vietnamese function word
+
+
+def test_a_run_with_the_default_rubric_reads_v6s_answers_and_names_the_unfound_terms(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from groundjudge.cli import main
+
+    def script(body: dict, index: int) -> Reply:  # unsure about everything: P(yes) 0.6
+        return Reply("Yes", top_logprobs=(yes_no(0.6),))
+
+    def run(rubric: list[str], out: str) -> dict:
+        result = CliRunner().invoke(main, [
+            "run", "--config", str(ROOT / "examples" / "groundjudge.toml"), "--judge-base-url", srv.base_url,
+            "--judge-model", srv.model, "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / out),
+            *rubric, "--no-history", "--quiet"])
+        assert result.exit_code in (0, 1), result.output
+        return json.loads((tmp_path / out / "report.json").read_text())
+
+    with ScriptedOpenAIServer(script) as srv, pytest.MonkeyPatch.context() as mp:
+        for var in ("GROUNDJUDGE_BASE_URL", "GROUNDJUDGE_MODEL", "GROUNDJUDGE_CACHE_DIR"):
+            mp.delenv(var, raising=False)
+        v6 = run(["--rubric", "claim_check/v6"], "v6")
+        asked = srv.call_count
+        doc = run([], "default")
+        assert srv.call_count == asked  # the default asks v6's questions: all cached
+    assert doc["judge"]["identity"]["rubric"]["version"] == 7 and v6["judge"]["identity"]["rubric"]["version"] == 6
+    rows = [json.loads(line) for line in (tmp_path / "default" / "triage.jsonl").read_text().splitlines()]
+    flagged = [r for r in rows if r["kind"] == "unsupported_claim"]
+    assert flagged and any(r["unfound_terms"] for r in flagged)
+    assert all(r["support_probability"] is not None for r in flagged)
+    named = next(r for r in flagged if r["unfound_terms"])
+    assert f"not in the passages: {', '.join(named['unfound_terms'])}" in (tmp_path / "default" / "triage.md").read_text()

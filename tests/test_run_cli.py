@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from groundjudge.cli import main
 from groundjudge.judge.rubric import read_lock
-from tests.support.judge_replies import question_in_request, verdict_for_request
+from tests.support.judge_replies import claim_answer, question_in_request, verdict_for_request
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 from tests.support.waiting import wait_for
 
@@ -438,3 +438,22 @@ def test_a_judge_reply_nested_100000_deep_is_a_judge_error_not_a_crash(tmp_path:
     for cfg in ("baseline", "candidate"):
         case = report["judge"]["per_config"][cfg]["cases"]["q002"]
         assert case["status"] == "judge_error" and "not a JSON object" in case["reason"]
+
+
+@pytest.mark.parametrize("given", ["claim_check/4", "claim_check/v0", "/v4", "claim_check/v4x"])
+def test_a_rubric_version_that_is_not_id_slash_vn_is_one_line_and_exit_2(tmp_path: Path, given: str) -> None:
+    result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--rubric", given,
+                                       "--out", str(tmp_path / "out"), "--quiet"])
+    assert result.exit_code == 2 and "--rubric" in result.output and given in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_rubric_id_slash_version_pins_that_version(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(claim_answer) as srv:
+        result = CliRunner().invoke(main, ["run", "--config", str(EXAMPLE), "--rubric", "claim_check/v3",
+                                           "--judge-base-url", srv.base_url, "--judge-model", srv.model,
+                                           "--cache-dir", str(tmp_path / "cache"), "--max-cases", "2",
+                                           "--out", str(tmp_path / "out"), "--no-history", "--quiet"])
+    assert result.exit_code in (0, 1), result.output
+    rubric = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]["identity"]["rubric"]
+    assert (rubric["id"], rubric["version"]) == ("claim_check", 3)

@@ -221,6 +221,16 @@ def profile_flags(ctx: click.Context, profile: str | None) -> dict[str, Any]:
     return out
 
 
+def rubric_flags(rubric: str | None) -> dict[str, Any]:
+    """``--rubric ID`` or ``--rubric ID/vN`` as the settings they set."""
+    if rubric is None or "/" not in rubric:
+        return {"judge.rubric": rubric}
+    family, _, version = rubric.partition("/")
+    if not family or not re.fullmatch(r"v[1-9][0-9]*", version):
+        raise InputError.one("command line", None, "--rubric", f"{rubric!r}: give a rubric id, or id/vN (claim_check/v4)")
+    return {"judge.rubric": family, "judge.rubric_version": int(version[1:])}
+
+
 def input_options(func: Any) -> Any:
     for option in reversed([
         click.option("--config", "config_path", type=click.Path(path_type=Path), help="TOML config file."),
@@ -281,7 +291,8 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 @input_options
 @click.option("--judge-base-url", help="OpenAI-compatible base URL [env GROUNDJUDGE_BASE_URL]; unset: embedded judge.")
 @click.option("--judge-model", help="Pinned judge model id [env GROUNDJUDGE_MODEL].")
-@click.option("--rubric", help="Rubric id, e.g. claim_check or grounded_answer (default: [judge] rubric).")
+@click.option("--rubric", help="Rubric id, e.g. claim_check or grounded_answer, or one version of it, e.g. "
+                                 "claim_check/v4 (default: [judge] rubric and rubric_version).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Concurrent judge calls.")
 @click.option("--smoke", is_flag=True, default=None, help="Judge a stratified sample per tag only.")
 @click.option("--max-cases", type=click.IntRange(min=0), help="Judge at most this many cases.")
@@ -353,7 +364,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
         "inputs.labels": labels, "inputs.live": live, "metrics.ks": ks, "output.out": out,
         "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute,
         "judge.base_url": judge_base_url,
-        "judge.model": judge_model, "judge.rubric": rubric, "judge.concurrency": concurrency, "judge.smoke": smoke,
+        "judge.model": judge_model, **rubric_flags(rubric), "judge.concurrency": concurrency, "judge.smoke": smoke,
         "judge.max_cases": max_cases, "judge.max_tokens": max_tokens, "judge.max_cost_usd": max_cost_usd,
         "judge.retry_errors": False if keep_errors else None, "cache.dir": cache_dir,
         "cache.enabled": False if no_cache else None, "output.history": history_file,
@@ -634,7 +645,7 @@ def calibrate(config_path: Path | None, report_path: Path | None, verdicts: Path
 
     config = api.resolve_config(config_path, {"inputs.labels": labels, "trust.records_dir": records_dir,
                                               "judge.base_url": judge_base_url, "judge.model": judge_model,
-                                              "judge.rubric": rubric, "cache.dir": cache_dir})
+                                              **rubric_flags(rubric), "cache.dir": cache_dir})
     repeats = _count(stability, "stability", 2) if stability is not None else None
     size = _count(stability_sample, "stability-sample", 1)
     if repeats is not None and (report_path is None or not config.inputs.labels):  # before any call
