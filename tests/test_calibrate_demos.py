@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from groundjudge import api
-from groundjudge.calibrate.demos import LabelledClaim, compare, overlaps, pick, render_block, with_demos
+from groundjudge.calibrate.align_data import overlaps
+from groundjudge.calibrate.demos import LabelledClaim, compare, pick, render_block, with_demos
 from groundjudge.cli import main
 from groundjudge.errors import InputError
 from groundjudge.judge.rubric import load_rubric, packaged_rubrics

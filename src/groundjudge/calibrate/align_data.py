@@ -99,7 +99,8 @@ def read_labels(paths: Sequence[Path], criterion: str, rater: str | None, *, ord
     return by_rater[chosen], chosen
 
 
-def _overlaps(start: int | None, end: int | None, spans: list[tuple[int, int]]) -> bool:
+def overlaps(start: int | None, end: int | None, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the claim at [start, end) shares a character with any of ``spans``."""
     if start is None or end is None:
         return False
     return any(s < end and start < e for s, e in spans)
@@ -134,7 +135,7 @@ def labelled_items(report: Path, labels: Sequence[Path], criterion: str = "faith
                                      f"{exc}; align needs a claim_check rubric with grounding") from None
             claim_truth = None
             if spans is not None and (spans or verdict):
-                claim_truth = [not _overlaps(c.start, c.end, spans) for c in case.claims]
+                claim_truth = [not overlaps(c.start, c.end, spans) for c in case.claims]
             items.append(AnswerItem(query_id=case_id, config_id=config_id, truth=verdict, claims=signals,
                                     claim_truth=claim_truth, base_label=bool(value.label),
                                     base_confidence=value.confidence))

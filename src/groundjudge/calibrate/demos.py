@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from groundjudge.calibrate.agreement import kappa
+from groundjudge.calibrate.align_data import overlaps
 from groundjudge.judge.grounding import TermIndex, terms
 from groundjudge.judge.render import neutralize
 from groundjudge.judge.results import JudgeRun
@@ -74,13 +75,6 @@ class Outcome:
         return {"items": self.items, "questions": self.questions, "kappa_base": self.kappa_base,
                 "kappa_demos": self.kappa_demos, "ci_demos": list(self.ci_demos), "ci_gain": list(self.ci_gain),
                 "half_width": self.half_width, "kept": self.kept}
-
-
-def overlaps(start: int | None, end: int | None, spans: Sequence[tuple[int, int]]) -> bool:
-    """Whether the claim at [start, end) shares a character with any of ``spans``."""
-    if start is None or end is None:
-        return False
-    return any(s < end and start < e for s, e in spans)
 
 
 def _sentences(text: str) -> list[str]:

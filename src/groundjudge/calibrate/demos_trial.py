@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundjudge.calibrate.align_data import read_labels
 from groundjudge.calibrate.demos import ItemKey, LabelledClaim, Outcome, compare, labelled_claims, pick, with_demos
-from groundjudge.contracts import HumanLabel
-from groundjudge.errors import InputError, InputProblem
+from groundjudge.errors import InputError
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.item import JudgeItem
@@ -24,7 +24,6 @@ from groundjudge.judge.results import JudgeRun
 from groundjudge.judge.rubric import Rubric
 from groundjudge.judge.run import judge_selected
 from groundjudge.judge.session import JudgeSession
-from groundjudge.load.records import read_records
 from groundjudge.select import Selection
 
 CHARS_PER_TOKEN = 4  # a rough count for the budget; the server's own count is what is billed
@@ -54,34 +53,11 @@ class Trial:
 def read_span_labels(paths: Sequence[Path], rater: str | None = None
                      ) -> dict[ItemKey, tuple[bool | None, list[tuple[int, int]]]]:
     """Per item, people's ``faithful`` label and the hallucination spans they marked (the
-    optional ``spans`` field: a list of objects with ``start`` and ``end`` offsets into the
-    answer). With several raters, the one with most labels (or ``rater``)."""
-    by_rater: dict[str, dict[ItemKey, tuple[bool | None, list[tuple[int, int]]]]] = {}
-    problems: list[InputProblem] = []
-    for path in paths:
-        for line, label in read_records(path, HumanLabel):
-            spans: list[tuple[int, int]] = []
-            raw = (label.model_extra or {}).get("spans") or []
-            if not isinstance(raw, list):
-                problems.append(InputProblem(str(path), line, "spans", "not a list of {start, end} objects"))
-                continue
-            for n, span in enumerate(raw):
-                start = span.get("start") if isinstance(span, dict) else None
-                end = span.get("end") if isinstance(span, dict) else None
-                if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-                    problems.append(InputProblem(str(path), line, f"spans[{n}]",
-                                                 "needs whole-number offsets 0 <= start <= end"))
-                    break
-                spans.append((start, end))
-            by_rater.setdefault(label.rater, {})[(label.query_id, label.config_id or "")] = (label.faithful, spans)
-    if problems:
-        raise InputError(problems)
-    if not by_rater:
-        return {}
-    chosen = rater if rater is not None else min(by_rater, key=lambda r: (-len(by_rater[r]), r))
-    if chosen not in by_rater:
-        raise InputError.one(paths[0], None, "rater", f"no labels by rater {chosen!r}")
-    return by_rater[chosen]
+    optional ``spans`` field; ``align`` reads them the same way). With several raters, the one
+    with most labels (or ``rater``). A label without a config id stands for every config."""
+    labels, _ = read_labels(paths, "faithful", rater)
+    return {(query_id, config_id or ""): (value, list(spans or [])) for (query_id, config_id), (value, spans)
+            in labels.items()}
 
 
 def budget(rubric: Rubric, cache: JudgeCache, model: str, decoding: dict[str, Any],
