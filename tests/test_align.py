@@ -282,3 +282,16 @@ def test_a_version_once_pinned_is_never_written_again(tmp_path: Path) -> None:
     (tmp_path / "claim_check_aligned").mkdir()
     (tmp_path / "claim_check_aligned" / "v4.yaml").write_text("")
     assert next_version(tmp_path, "claim_check_aligned") == 5
+
+
+def test_the_installed_rubrics_folder_is_never_written(aligned: dict, tmp_path: Path) -> None:
+    from groundjudge.judge.rubric import packaged_rubrics
+
+    with packaged_rubrics() as installed:
+        before = sorted(p.name for p in installed.rglob("*"))
+        root = aligned["root"]
+        result = run_cli(["align", "--report", str(root / "base" / "report.json"), "--labels",
+                          str(root / "labels.jsonl"), "--out-dir", str(installed),
+                          "--records-dir", str(tmp_path / "records")])
+        assert result.exit_code == 2 and "out-dir" in result.output and "installed" in result.output
+        assert sorted(p.name for p in installed.rglob("*")) == before

@@ -1093,6 +1093,7 @@ def align(config_path: Path | None, report_path: Path, labels: tuple[Path, ...],
     for path in [report_path, *config.inputs.labels]:
         if not Path(path).is_file():
             raise InputError.one(path, None, None, "file not found")
+    _not_the_installed_rubrics(out_dir)
     if demos is not None:
         align_demos(config, report_path, demos, seed=seed, rater=rater, out_dir=out_dir, name=name, go=go)
         return
@@ -1163,6 +1164,17 @@ def align_demos(config: Any, report_path: Path, k: int, *, seed: int, rater: str
     path = fitting.write_derived(derived, out_dir)
     click.echo(f"kept: wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}); its questions are "
                f"new, so run it over the labelled answers and align that report to fit its reading")
+
+
+def _not_the_installed_rubrics(out_dir: Path) -> None:
+    """A fitted rubric belongs to its team's rubrics folder, never to the installed package's
+    (in a repository checkout ``rubrics`` links there): refused before anything is fitted."""
+    from groundjudge.judge.rubric import packaged_rubrics
+
+    with packaged_rubrics() as installed:
+        if out_dir.resolve() == installed.resolve():
+            raise InputError.one("command line", None, "out-dir",
+                                 f"{out_dir} is the rubrics folder installed with groundjudge; give your own with --out-dir")
 
 
 def _base_folders(configured: Path | None, out_dir: Path) -> list[Path]:
