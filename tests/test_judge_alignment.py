@@ -64,3 +64,32 @@ def test_a_fitted_cut_point_changes_the_grade_only_in_an_aligned_rubric() -> Non
     assert plain["correct"].label == 1 and fitted["correct"].label == 2
     with pytest.raises(ValidationError, match="ascend"):
         FittedCriterion(cut_points=[0.5, 0.2, 0.9], out_of_fold={})
+
+
+def test_a_claim_judged_by_its_sampled_word_alone_keeps_that_word_and_leaves_the_support_unknown() -> None:
+    """An endpoint without token probabilities: the fitted reading needs P(yes), so a claim the
+    model was asked about keeps the base's verdict from the sampled word, never a support made up
+    from its terms, and the answer's verdict follows that word with an unknown confidence."""
+    from groundjudge.judge.alignment import Aligned, rescore_claims
+    from groundjudge.judge.results import ClaimResult
+    from groundjudge.judge.rubric import Criterion
+    from groundjudge.judge.scoring import criterion_values
+
+    faithful = Criterion(name="faithful", kind="binary", labels=[True, False], description="d",
+                         metric="faithfulness", score="claim_support", threshold=0.25)
+    aligned = Aligned(criterion="faithful", claim_model=ClaimModel(kind="logistic", intercept=3.0), threshold=0.5,
+                      labels_sha256=["0" * 64], fitted_questions=["q"], claim_labels=True, folds=5, seed=0,
+                      out_of_fold={})
+    said_no = ClaimResult(claim="The fee is waived.", verdict="unsupported", klass="unsupported", unfound_terms=[],
+                          confidence=None, model_confidence=None)
+    not_asked = ClaimResult(claim="Staff get leave.", verdict="supported", klass="uncited", unfound_terms=[],
+                            confidence=1.0, model_confidence=None)
+    rescored = rescore_claims(aligned, [said_no, not_asked])
+    assert rescored[0] == said_no  # by its word, as the base judged it
+    assert rescored[1].confidence is not None and rescored[1].confidence > 0.9  # not asked: the fitted reading
+    values = criterion_values([faithful], claims=rescored, nuggets=[], has_expected_answer=False, aligned=aligned)
+    assert values["faithful"].label is False and values["faithful"].confidence is None
+    said_yes = said_no.model_copy(update={"verdict": "supported", "klass": "uncited"})
+    values = criterion_values([faithful], claims=rescore_claims(aligned, [said_yes, not_asked]), nuggets=[],
+                              has_expected_answer=False, aligned=aligned)
+    assert values["faithful"].label is True and values["faithful"].confidence is None

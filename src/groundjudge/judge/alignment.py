@@ -125,12 +125,22 @@ def combine(supports: Sequence[float], how: str, temperature: float) -> float:
     return low - temperature * math.log(sum(math.exp(-(s - low) / temperature) for s in supports) / len(supports))
 
 
+def asked_without_probability(claim: ClaimResult) -> bool:
+    """Whether the model was asked about the claim but its endpoint gave no token probabilities:
+    the claim has a verdict from the sampled word and neither a support nor a P(yes). (A claim
+    the model was not asked has the support its unfound terms allow; an unchecked one no verdict.)"""
+    return claim.confidence is None and claim.model_confidence is None and claim.verdict != "unchecked"
+
+
 def rescore_claims(aligned: Aligned, claims: Sequence[ClaimResult]) -> list[ClaimResult]:
     """Each claim with its fitted support as its confidence and the verdict that support gives.
     A claim its base left unchecked (its answer already decided by unfound terms) is scored
     too: its signals say the model was not asked, which the claim model was fitted with."""
     out = []
     for claim in claims:
+        if asked_without_probability(claim):  # the fitted reading needs P(yes): the sampled word stands
+            out.append(claim)
+            continue
         support = aligned.claim_model.support(claim_signals(claim))
         supported = support >= aligned.threshold
         klass: ClaimClass
@@ -144,8 +154,12 @@ def rescore_claims(aligned: Aligned, claims: Sequence[ClaimResult]) -> list[Clai
     return out
 
 
-def answer_support(aligned: Aligned, claims: Sequence[ClaimResult]) -> tuple[bool, float]:
-    """The answer's verdict and its combined support from its rescored claims."""
+def answer_support(aligned: Aligned, claims: Sequence[ClaimResult]) -> tuple[bool, float | None]:
+    """The answer's verdict and its combined support from its rescored claims. A claim judged
+    by its sampled word alone (no token probabilities) takes part by that word, and the answer's
+    support is then unknown (None), as the base rubric leaves it."""
+    worded = [c for c in claims if c.confidence is None]
     combined = combine([float(c.confidence) for c in claims if c.confidence is not None], aligned.combine,
                        aligned.temperature)
-    return combined >= aligned.threshold, combined
+    label = combined >= aligned.threshold and all(c.verdict == "supported" for c in worded)
+    return label, None if worded else combined

@@ -53,7 +53,7 @@ def _aligned(aligned: Aligned, claims: Sequence[ClaimResult]) -> CriterionValue:
     label, combined = answer_support(aligned, claims)
     supports = [float(c.confidence) for c in claims if c.confidence is not None]
     return CriterionValue(label=label, value=sum(supports) / len(supports) if supports else None,
-                          confidence=centred(combined, aligned.threshold))
+                          confidence=None if combined is None else centred(combined, aligned.threshold))
 
 
 def claim_probability(claim: ClaimResult, cited: bool) -> float:
