@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import hashlib
 import json
 import os
 import re
@@ -1127,6 +1126,7 @@ def align_demos(config: Any, report_path: Path, k: int, *, seed: int, rater: str
     when the demonstrations were kept."""
     from groundjudge import api
     from groundjudge.calibrate import align as fitting
+    from groundjudge.calibrate.align_data import sha256_file
     from groundjudge.calibrate.demos import demo_rubric
     from groundjudge.calibrate.verdicts import verdicts_from_report
 
@@ -1158,9 +1158,8 @@ def align_demos(config: Any, report_path: Path, k: int, *, seed: int, rater: str
         click.echo(f"not kept: the gain does not exceed the half-width of the CI ({_num(outcome.half_width)}); "
                    "no rubric written")
         return
-    labels_sha = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in config.inputs.labels]
     derived = demo_rubric(base, trial.demos, outcome, name=rubric_id, version=fitting.next_version(out_dir, rubric_id),
-                          labels_sha256=labels_sha, seed=seed)
+                          labels_sha256=[sha256_file(Path(p)) for p in config.inputs.labels], seed=seed)
     path = fitting.write_derived(derived, out_dir)
     click.echo(f"kept: wrote {terminal(str(path))} ({derived.key}, hash {derived.content_hash[:12]}); its questions are "
                f"new, so run it over the labelled answers and align that report to fit its reading")

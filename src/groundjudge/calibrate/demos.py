@@ -134,6 +134,7 @@ def pick(claims: Sequence[LabelledClaim], k: int, *, seed: int) -> list[Labelled
     rng = random.Random(seed)
     pool = list(claims)
     rng.shuffle(pool)
+    of = {id(c): frozenset(terms(c.claim)) for c in pool}  # each claim's terms, once
     want = {False: k - k // 2, True: k // 2}
     chosen: list[LabelledClaim] = []
     words: list[frozenset[str]] = []
@@ -148,9 +149,9 @@ def pick(claims: Sequence[LabelledClaim], k: int, *, seed: int) -> list[Labelled
         kind = max(open_kinds, key=lambda s: want[s] - sum(1 for c in chosen if c.supported is s))
         of_kind = [c for c in candidates if c.supported is kind] or candidates
         fresh = [c for c in of_kind if c.config_id not in used_cfg] or of_kind
-        best = max(fresh, key=lambda c: min((_distance(frozenset(terms(c.claim)), w) for w in words), default=1.0))
+        best = max(fresh, key=lambda c: min((_distance(of[id(c)], w) for w in words), default=1.0))
         chosen.append(best)
-        words.append(frozenset(terms(best.claim)))
+        words.append(of[id(best)])
         pool.remove(best)
     return chosen
 
