@@ -17,8 +17,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundjudge.collector import collector_paused
-from groundjudge.contracts import with_shared_parts
 from groundjudge.judge import claim_check
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
 from groundjudge.judge.client import CallFailed, CallResult, JudgeClient, JudgeUnreachable, ModelMismatch, TokenAnswer
@@ -76,18 +74,18 @@ class _Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return with_shared_parts(CaseJudgement(
+        return CaseJudgement(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
             nuggets=self.nuggets if judged else [],
             judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
-            cache_key=self.cache_key, raw=self.raw))
+            cache_key=self.cache_key, raw=self.raw)
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [with_shared_parts(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
-                                               support=list(c.support), klass=c.triage_class))
+    return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
+                        klass=c.triage_class)
             for c in verdict.claims]
 
 
@@ -293,8 +291,7 @@ class JudgeEngine:
         except ValidationError:  # not one this code reads: derived again, and replaced
             return None, key, cached
         out = _Pending(item, status="judged", source="cache", criteria=_shared(memo.criteria),
-                       claims=[with_shared_parts(c) for c in memo.claims],
-                       nuggets=[with_shared_parts(n) for n in memo.nuggets])
+                       claims=list(memo.claims), nuggets=list(memo.nuggets))
         self.totals.cache_hits += 1
         return self._finish(out), key, cached
 
@@ -315,14 +312,11 @@ class JudgeEngine:
             self.cache.put_many(self._memos)
             self._memos.clear()
 
-    @collector_paused()
     def _all_from_cache(self, items: Sequence[JudgeItem], why: Sequence[str | None],
                         ) -> list[tuple[CaseJudgement | None, str, CachedReply | None]]:
         """For every item, in order: its result when the cache settles it (made at once, so a
         nightly run never holds an item's pending state and its result together), else None
-        with the cache key and the entry found, if any. In this process: the cyclic collector is
-        paused meanwhile (``collector.collector_paused``): no network, no cycles, and hundreds of
-        thousands of verdicts made that live to the end of the run.
+        with the cache key and the entry found, if any.
 
         Not split over a forked worker, as the metrics are: by this point the process holds
         the run's inputs, rows and most verdicts, and a worker per round copied 0.1 to 0.2 GB
@@ -540,9 +534,8 @@ class JudgeEngine:
                 called = await asyncio.gather(*(self._run_item(items[i], sem, stop, looked[i][1:]) for i in misses))
             results: list[Any] = [r for r, _, _ in looked]  # the cache's results; None where called
             del looked
-            with collector_paused():  # a result per item, no cycles (see _all_from_cache)
-                for i, p in zip(misses, called):
-                    results[i] = p.result(why[i])
+            for i, p in zip(misses, called):
+                results[i] = p.result(why[i])
         finally:
             if self.client is not None:
                 await self.client.close()

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
-from groundjudge.load.items import chunk_ids
 
 
 @dataclass(frozen=True)
@@ -33,10 +32,9 @@ def acl_leaks(case: GoldenCase, trace: Trace, chunks: Mapping[str, CorpusChunk])
         return None
     tenant, roles = case.user_context.tenant, case.user_context.roles
     leaks = []
-    for where, ids in (("retrieved", chunk_ids(trace.retrieved_chunks)),
-                       ("context", chunk_ids(trace.context_chunks)),
-                       ("cited", chunk_ids(trace.citations))):
-        for cid in ids:
+    for where, items in (("retrieved", trace.retrieved_chunks), ("context", trace.context_chunks),
+                         ("cited", trace.citations)):
+        for cid in (c.chunk_id for c in items):
             chunk = chunks.get(cid)
             reason = chunk_allowed(chunk, tenant, roles) if chunk else None
             if reason:

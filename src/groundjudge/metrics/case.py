@@ -9,7 +9,6 @@ from types import MappingProxyType
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
-from groundjudge.load.items import chunk_docs, chunk_ids, chunk_scores
 from groundjudge.metrics.acl import AclLeak, acl_leaks
 from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observed_behavior
 from groundjudge.metrics.containment import constraint_metrics, containment_metrics
@@ -51,8 +50,8 @@ def ranking_of(trace: Trace) -> list[str]:
     A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
     """
     chunks = trace.retrieved_chunks
-    ids = chunk_ids(chunks)
-    scores = chunk_scores(chunks)
+    ids = [c.chunk_id for c in chunks]
+    scores = [c.score for c in chunks]
     if chunks and None not in scores:
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
@@ -73,7 +72,7 @@ def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpu
     if not expected:
         return {at_k("recall_doc", k): None for k in ks}
     chunks = trace.retrieved_chunks
-    doc_by_chunk = {cid: doc for cid, doc in zip(chunk_ids(chunks), chunk_docs(chunks), strict=True) if doc}
+    doc_by_chunk = {c.chunk_id: c.doc_id for c in chunks if c.doc_id}
     docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
     wanted = set(expected)
     return {at_k("recall_doc", k): len(wanted & set(docs[:k])) / len(wanted) for k in ks}

@@ -6,7 +6,6 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from groundjudge.collector import collector_paused
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.aggregate import (
     Summary,
@@ -48,7 +47,6 @@ class MetricsRun:
         return self._index.get((config_id, case_id))
 
 
-@collector_paused()  # a row per pair, no cycles: the collector's walks over them found nothing
 def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None) -> MetricsRun:
     """Score every (case, config) that has a trace. Cases without one are in ``dataset.missing_trace``.
 
