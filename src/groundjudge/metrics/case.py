@@ -106,7 +106,7 @@ def compute_case(
     # must_contain, and a refusal can still leak a forbidden string.
     values.update(containment_metrics(case, trace.answer))
     echo = (trace.model_extra or {}).get("constraints_echo")
-    values.update(constraint_metrics(case, trace.answer, echo if isinstance(echo, list) else None)
+    values.update(constraint_metrics(case, trace.answer, list(echo) if isinstance(echo, (list, tuple)) else None)
                   if behavior == "answer" else {"constraint_integrity": None})
     leaks = acl_leaks(case, trace, corpus.chunks)
     values["acl_leak"] = None if leaks is None else float(bool(leaks))
