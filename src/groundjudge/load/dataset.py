@@ -134,8 +134,8 @@ def assemble_dataset(
                 if no_text:
                     missing_text[key] = no_text
                 if corpus:
-                    unknown = sorted({c.chunk_id for c in (*trace.retrieved_chunks, *trace.citations)
-                                      if c.chunk_id not in corpus.chunks})
+                    ids = {c.chunk_id for c in trace.retrieved_chunks} | {c.chunk_id for c in trace.citations}
+                    unknown = sorted(i for i in ids if i not in corpus.chunks)
                     if unknown:
                         unresolved[key] = unknown
     return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources)

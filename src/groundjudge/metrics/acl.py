@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
@@ -15,7 +15,7 @@ class AclLeak:
     reason: str
 
 
-def chunk_allowed(chunk: CorpusChunk, tenant: str | None, roles: list[str]) -> str | None:
+def chunk_allowed(chunk: CorpusChunk, tenant: str | None, roles: Sequence[str]) -> str | None:
     """Return why the user may not see ``chunk``, or None when they may."""
     if chunk.acl is None:
         return None

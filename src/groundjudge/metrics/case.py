@@ -68,7 +68,7 @@ def ranking_of(trace: Trace) -> list[str]:
 def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int]) -> dict[str, float | None]:
     expected = case.expected_doc_ids
     if expected is None:
-        expected = sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))})
+        expected = tuple(sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))}))
     if not expected:
         return {at_k("recall_doc", k): None for k in ks}
     chunks = trace.retrieved_chunks
