@@ -343,9 +343,8 @@ def test_the_cached_pass_stays_in_one_process_with_every_outcome(tmp_path: Path,
     assert sorted(progress) == list(range(1, 41))
 
 
-def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
-    """Cached verdicts share one record of which fields were set (memory on nightly runs); it
-    is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) -> None:
+    """Cached verdicts equal and dump as a verdict made from their fields; a copy is a new record."""
     from pydantic import ValidationError
 
     from groundjudge.judge.cache import CachedReply
@@ -361,12 +360,9 @@ def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path
     finally:
         cache.close()
     first, second = outcomes[0], outcomes[1]
-    assert first.model_fields_set is second.model_fields_set
     fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
     assert fresh.model_fields_set == first.model_fields_set and fresh == first
     assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
-    claims = [c for o in outcomes for c in o.claims]
-    assert len({id(c.model_fields_set) for c in claims}) == 1
     copied = first.model_copy(update={"judge_reason": "changed"})
     assert copied.model_fields_set is not first.model_fields_set
     assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
