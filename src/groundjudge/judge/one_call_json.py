@@ -32,8 +32,8 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
-                        klass=c.triage_class)
+    return [ClaimResult.built(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
+                              klass=c.triage_class)
             for c in verdict.claims]
 
 

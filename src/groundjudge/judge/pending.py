@@ -43,7 +43,7 @@ class Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return CaseJudgement(
+        return CaseJudgement.built(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
