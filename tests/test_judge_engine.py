@@ -343,9 +343,8 @@ def test_the_cached_pass_stays_in_one_process_with_every_outcome(tmp_path: Path,
     assert sorted(progress) == list(range(1, 41))
 
 
-def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
-    """Cached verdicts share one record of which fields were set (memory on nightly runs); it
-    is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) -> None:
+    """Cached verdicts equal and dump as a verdict made from their fields; a copy is a new record."""
     from pydantic import ValidationError
 
     from groundjudge.judge.cache import CachedReply
@@ -361,14 +360,32 @@ def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path
     finally:
         cache.close()
     first, second = outcomes[0], outcomes[1]
-    assert first.model_fields_set is second.model_fields_set
     fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
     assert fresh.model_fields_set == first.model_fields_set and fresh == first
     assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
-    claims = [c for o in outcomes for c in o.claims]
-    assert len({id(c.model_fields_set) for c in claims}) == 1
     copied = first.model_copy(update={"judge_reason": "changed"})
     assert copied.model_fields_set is not first.model_fields_set
     assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
     with pytest.raises(ValidationError):
         first.judge_reason = "no"  # type: ignore[misc]
+
+
+def test_verdicts_built_by_the_engine_share_one_set_of_field_names_and_validate_as_made() -> None:
+    """Records the judge stage builds from checked values are not validated again and hold their
+    class's one frozenset of field names; they still refuse a score without a judgement, dump as
+    a validated record of the same values, and a copy gets a set of its own."""
+    from groundjudge.judge.results import ClaimResult
+
+    claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
+    made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim]) for n in range(2)]
+    assert made[0].model_fields_set is made[1].model_fields_set
+    assert made[0].model_fields_set == frozenset(CaseJudgement.model_fields)
+    assert ClaimResult.built(claim="x", verdict="unchecked", klass="unchecked").model_fields_set is claim.model_fields_set
+    assert CaseJudgement.model_validate(made[0].model_dump(by_alias=True)) == made[0]
+    with pytest.raises(ValueError, match="carries a reason and no scores"):
+        CaseJudgement.built(case_id="q", config_id="base", status="skipped")
+    with pytest.raises(ValueError, match="carries a reason and no scores"):
+        CaseJudgement.built(case_id="q", config_id="base", status="judge_error", reason="down", claims=[claim])
+    copied = made[0].model_copy(update={"judge_reason": "changed"})
+    assert copied.judge_reason == "changed" and made[0].judge_reason is None
+    assert copied.model_fields_set is not made[0].model_fields_set and "judge_reason" in copied.model_fields_set

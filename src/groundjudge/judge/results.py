@@ -7,8 +7,10 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from copy import deepcopy
+from functools import cache
+from typing import Any, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 from pydantic.config import JsonDict
@@ -24,6 +26,31 @@ Label = bool | int
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """A record made by the judge stage's own code from values it has checked already (a
+        parsed verdict, the answers to its questions), without validating them again. Every
+        field counts as set, and the record holds its class's one frozenset of field names
+        where a validated record holds a set of its own: a nightly run makes hundreds of
+        thousands of verdicts and claims, and each such set costs more than the record's
+        values. Nothing reads which fields of a verdict were set."""
+        every: Any = _every_field(cls)  # pydantic stores the set it is given, and a frozenset reads as one
+        return cast(Self, cls.model_construct(every, **values))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # pydantic adds the updated names to the copy's set of fields: a record from ``built``
+        # shares its class's frozenset, so its copy is made with a set of its own
+        fields: Any = self.__pydantic_fields_set__
+        if type(fields) is not frozenset:
+            return super().model_copy(update=update, deep=deep)
+        values = deepcopy(self.__dict__) if deep else dict(self.__dict__)
+        return cast(Self, type(self).model_construct(set(fields), **{**values, **(update or {})}))
+
+
+@cache
+def _every_field(cls: type[BaseModel]) -> frozenset[str]:
+    return frozenset(cls.model_fields)
 
 
 class Usage(_Frozen):
@@ -157,6 +184,14 @@ class CaseJudgement(_Frozen):
         if self.status != "judged" and (self.criteria or self.claims or not self.reason):
             raise ValueError(f"a {self.status} case carries a reason and no scores")
         return self
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """As :meth:`_Frozen.built`, and still never a score without a judgement."""
+        made = super().built(**values)
+        if made.status != "judged" and (made.criteria or made.claims or not made.reason):
+            raise ValueError(f"a {made.status} case carries a reason and no scores")
+        return made
 
     def label(self, criterion: str) -> Label | None:
         value = self.criteria.get(criterion)
