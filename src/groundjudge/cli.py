@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import re
 import sqlite3
@@ -391,6 +392,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     # and a run folder, JUnit file or history the reports could not be written to
     api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
     own = api.profile_report(config, profile) if profile else None
+    # The inputs live as long as the run: the cyclic collector need not walk them again
+    gc.freeze()
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:
         spent = None

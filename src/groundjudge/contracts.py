@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from sys import intern
-from typing import Annotated, Any, Final, Literal, NotRequired, Self, TypeVar
+from typing import Annotated, Any, Final, Literal, NotRequired, TypeVar
 
 import msgspec
 from frozendict import frozendict
@@ -57,28 +57,7 @@ class _Record(BaseModel):
         # Unknown fields, as read-only as the declared ones (set here, as the record is made).
         extra: Any = self.__pydantic_extra__
         if extra is not None and type(extra) is not frozendict:
-            self.__pydantic_extra__ = read_only(extra)
-        # The names of the fields the source gave, as a frozenset equal records of a kind share:
-        # pydantic keeps a set of its own per record, which costs more than most records' values.
-        names = frozenset(self.__pydantic_fields_set__)
-        object.__setattr__(self, "__pydantic_fields_set__", _FIELD_NAMES.setdefault(names, names))
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        # pydantic adds the updated names to the copy's set of fields, in place: the copy gets
-        # a set of its own
-        copied = super().model_copy(deep=deep)
-        if update:
-            declared = type(self).model_fields
-            object.__setattr__(copied, "__pydantic_fields_set__", {*copied.__pydantic_fields_set__, *update})
-            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
-            extra = {k: v for k, v in update.items() if k not in declared}
-            if extra:
-                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
-        return copied
-
-
-# every distinct set of given field names, once (a run's records of one kind give a handful)
-_FIELD_NAMES: dict[frozenset[str], frozenset[str]] = {}
+            object.__setattr__(self, "__pydantic_extra__", read_only(extra))
 
 
 def read_only(value: Any) -> Any:
