@@ -394,6 +394,7 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     own = api.profile_report(config, profile) if profile else None
     # The inputs live as long as the run: the cyclic collector need not walk them again
     gc.freeze()
+    gc.set_threshold(100_000, 50, 1000)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:
         spent = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from sys import intern
-from typing import Annotated, Any, Final, Literal, NotRequired, TypeVar
+from typing import Annotated, Any, Final, Literal, NotRequired, Self, TypeVar
 
 import msgspec
 from frozendict import frozendict
@@ -58,6 +58,45 @@ class _Record(BaseModel):
         extra: Any = self.__pydantic_extra__
         if extra is not None and type(extra) is not frozendict:
             object.__setattr__(self, "__pydantic_extra__", read_only(extra))
+        # The names of the fields the source gave: one unchangeable set for all the records that
+        # gave the same ones (pydantic makes a set per record, which costs more than most
+        # records' values: a nightly set holds half a million records).
+        given = self.__pydantic_fields_set__
+        shared = _GIVEN.get(frozenset(given))
+        if shared is None:
+            shared = _GIVEN[frozenset(given)] = GivenFields(given)
+        object.__setattr__(self, "__pydantic_fields_set__", shared)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # pydantic adds the updated names to the copy's set of given fields in place: the copy
+        # gets a set of its own (and its unknown fields stay read-only)
+        copied = super().model_copy(deep=deep)
+        object.__setattr__(copied, "__pydantic_fields_set__", {*self.__pydantic_fields_set__, *(update or ())})
+        if update:
+            declared = type(self).model_fields
+            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
+            extra = {k: v for k, v in update.items() if k not in declared}
+            if extra:
+                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
+        return copied
+
+
+class GivenFields(set[str]):
+    """The names of the fields a record was given (``model_fields_set``), shared by the records
+    given the same ones, so it refuses every change. A set, not a frozenset: pydantic-core's
+    ``exclude_unset`` takes nothing else."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the names of a record's given fields cannot change")
+
+    add = discard = remove = pop = clear = update = _refuse
+    difference_update = intersection_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+
+_GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record
 
 
 def read_only(value: Any) -> Any:
