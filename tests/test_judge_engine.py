@@ -364,28 +364,32 @@ def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) ->
     assert fresh.model_fields_set == first.model_fields_set and fresh == first
     assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
     copied = first.model_copy(update={"judge_reason": "changed"})
-    assert copied.model_fields_set is not first.model_fields_set
-    assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
+    assert copied.judge_reason == "changed" and first.judge_reason != "changed"
+    assert second.model_fields_set is first.model_fields_set and "judge_reason" in first.model_fields_set
     with pytest.raises(ValidationError):
         first.judge_reason = "no"  # type: ignore[misc]
 
 
-def test_verdicts_built_by_the_engine_share_one_set_of_field_names_and_validate_as_made() -> None:
-    """Records the judge stage builds from checked values are not validated again and hold their
-    class's one frozenset of field names; they still refuse a score without a judgement, dump as
-    a validated record of the same values, and a copy gets a set of its own."""
+def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given() -> None:
+    """Records the judge stage builds are validated as any record, and those given the same
+    fields share one set of their names, which refuses every change; they still refuse a score
+    without a judgement and dump as given, and a copy's set names what the update gave."""
     from groundjudge.judge.results import ClaimResult
 
     claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
     made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim]) for n in range(2)]
-    assert made[0].model_fields_set is made[1].model_fields_set
-    assert made[0].model_fields_set == frozenset(CaseJudgement.model_fields)
-    assert ClaimResult.built(claim="x", verdict="unchecked", klass="unchecked").model_fields_set is claim.model_fields_set
+    given = {"case_id", "config_id", "status", "claims"}
+    assert made[0].model_fields_set is made[1].model_fields_set and made[0].model_fields_set == given
+    with pytest.raises(TypeError, match="cannot change"):
+        made[0].model_fields_set.add("raw")
+    other = ClaimResult.built(claim="x", cited=["c9"], verdict="supported", klass="cited_support")
+    assert other.model_fields_set is claim.model_fields_set
     assert CaseJudgement.model_validate(made[0].model_dump(by_alias=True)) == made[0]
+    assert made[0].model_dump(exclude_unset=True).keys() == given
     with pytest.raises(ValueError, match="carries a reason and no scores"):
         CaseJudgement.built(case_id="q", config_id="base", status="skipped")
     with pytest.raises(ValueError, match="carries a reason and no scores"):
         CaseJudgement.built(case_id="q", config_id="base", status="judge_error", reason="down", claims=[claim])
     copied = made[0].model_copy(update={"judge_reason": "changed"})
     assert copied.judge_reason == "changed" and made[0].judge_reason is None
-    assert copied.model_fields_set is not made[0].model_fields_set and "judge_reason" in copied.model_fields_set
+    assert copied.model_fields_set == {*given, "judge_reason"} and made[0].model_fields_set == given

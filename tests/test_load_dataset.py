@@ -11,6 +11,7 @@ import pytest
 from frozendict import frozendict
 from pydantic import BaseModel, ValidationError
 
+from groundjudge.contracts import GivenFields
 from groundjudge.load.dataset import load_dataset, load_golden, load_traces
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -18,10 +19,11 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def _mutable_parts(value: object, found: dict[int, object]) -> None:
     """Every list, dict and set reachable from ``value`` through fields, items and values."""
-    if isinstance(value, (list, dict, set)) and type(value) is not frozendict:
+    if isinstance(value, (list, dict, set)) and type(value) not in (frozendict, GivenFields):
         found[id(value)] = value
     if isinstance(value, BaseModel):
-        parts = [*(getattr(value, name) for name in type(value).model_fields), value.__pydantic_extra__]
+        parts = [*(getattr(value, name) for name in type(value).model_fields), value.__pydantic_extra__,
+                 value.__pydantic_fields_set__]
     elif isinstance(value, msgspec.Struct):
         parts = [getattr(value, name) for name in value.__struct_fields__]
     elif isinstance(value, dict):
@@ -58,6 +60,8 @@ def test_loaded_records_cannot_be_changed_and_share_nothing_changeable() -> None
         "set a trace's answer": lambda: setattr(trace, "answer", "changed"),
         "set a corpus chunk's text": lambda: setattr(chunk, "text", "changed"),
         "append to its section path": lambda: chunk.section_path.append("x"),
+        "add to its given fields": lambda: case.model_fields_set.add("difficulty"),
+        "merge into a trace's given fields": lambda: trace.model_fields_set.update({"error"}),
     }
     for what, attempt in attempts.items():
         with pytest.raises((TypeError, AttributeError, ValidationError)):

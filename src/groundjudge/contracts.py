@@ -1,7 +1,7 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
 All records are frozen pydantic models, except a trace's chunks and citations: frozen msgspec
-structs (a nightly set holds millions of them; a struct takes a tenth of a model's memory and
+structs (a nightly set holds millions of them; a struct takes far less memory than a model, and
 the garbage collector does not track it), validated by pydantic the same way. Immutable all the
 way down: sequences are tuples and mappings read-only (``frozendict``), so no record changes
 once loaded and no two records share anything that could. Unknown fields are kept
@@ -50,7 +50,33 @@ TokenCount = Annotated[int, Field(ge=0, le=10**15)]
 CostUsd = Annotated[float, Field(ge=0, le=1e12)]
 
 
-class _Record(BaseModel):
+class Frozen(BaseModel):
+    """A frozen record whose set of given field names (``model_fields_set``) is the one
+    unchangeable set that every record given the same fields shares (:class:`GivenFields`):
+    pydantic makes a set per record otherwise, which costs more than most records' values, and
+    a nightly run makes millions of records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def model_post_init(self, context: Any) -> None:
+        object.__setattr__(self, "__pydantic_fields_set__", given_fields(self.__pydantic_fields_set__))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # pydantic would add the updated names to the copy's set in place: the update is made
+        # here instead, and the copy holds the shared set of its own names
+        copied = super().model_copy(deep=deep)
+        object.__setattr__(copied, "__pydantic_fields_set__", given_fields({*self.__pydantic_fields_set__,
+                                                                           *(update or ())}))
+        if update:
+            declared = type(self).model_fields
+            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
+            extra = {k: v for k, v in update.items() if k not in declared}
+            if extra:  # only a record that keeps unknown fields takes them
+                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
+        return copied
+
+
+class _Record(Frozen):
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
 
     def model_post_init(self, context: Any) -> None:
@@ -58,27 +84,7 @@ class _Record(BaseModel):
         extra: Any = self.__pydantic_extra__
         if extra is not None and type(extra) is not frozendict:
             object.__setattr__(self, "__pydantic_extra__", read_only(extra))
-        # The names of the fields the source gave: one unchangeable set for all the records that
-        # gave the same ones (pydantic makes a set per record, which costs more than most
-        # records' values: a nightly set holds half a million records).
-        given = self.__pydantic_fields_set__
-        shared = _GIVEN.get(frozenset(given))
-        if shared is None:
-            shared = _GIVEN[frozenset(given)] = GivenFields(given)
-        object.__setattr__(self, "__pydantic_fields_set__", shared)
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        # pydantic adds the updated names to the copy's set of given fields in place: the copy
-        # gets a set of its own (and its unknown fields stay read-only)
-        copied = super().model_copy(deep=deep)
-        object.__setattr__(copied, "__pydantic_fields_set__", {*self.__pydantic_fields_set__, *(update or ())})
-        if update:
-            declared = type(self).model_fields
-            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
-            extra = {k: v for k, v in update.items() if k not in declared}
-            if extra:
-                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
-        return copied
+        super().model_post_init(context)
 
 
 class GivenFields(set[str]):
@@ -97,6 +103,15 @@ class GivenFields(set[str]):
 
 
 _GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record
+
+
+def given_fields(names: set[str]) -> GivenFields:
+    """The one unchangeable set of these field names (see :class:`GivenFields`)."""
+    key = frozenset(names)
+    shared = _GIVEN.get(key)
+    if shared is None:
+        shared = _GIVEN[key] = GivenFields(names)
+    return shared
 
 
 def read_only(value: Any) -> Any:
@@ -122,7 +137,7 @@ def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
     return value
 
 
-class Offsets(BaseModel):
+class Offsets(Frozen):
     """A byte span ``[start, end)`` inside a document."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -210,7 +225,7 @@ class GoldenCase(_Record):
 
 class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A chunk or citation of a trace: a frozen msgspec struct, not a model. A nightly set holds
-    millions of them: a struct takes a tenth of a model's memory, and ``gc=False`` leaves them
+    millions of them: a struct takes far less memory than a model, and ``gc=False`` leaves them
     out of the garbage collector's walks (they hold strings, numbers and offsets: no cycles).
 
     Pydantic validates them as it validates a model (the schema is derived from the struct's

@@ -7,13 +7,13 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from copy import deepcopy
-from functools import cache
-from typing import Any, Literal, Self, cast
+from collections.abc import Iterable
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 from pydantic.config import JsonDict
+
+from groundjudge.contracts import Frozen
 
 Status = Literal["judged", "judge_error", "skipped"]
 # "unchecked": a claim the judge was not asked about because the answer's verdict was already
@@ -24,33 +24,15 @@ ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "un
 Label = bool | int
 
 
-class _Frozen(BaseModel):
+class _Frozen(Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     @classmethod
     def built(cls, **values: Any) -> Self:
-        """A record made by the judge stage's own code from values it has checked already (a
-        parsed verdict, the answers to its questions), without validating them again. Every
-        field counts as set, and the record holds its class's one frozenset of field names
-        where a validated record holds a set of its own: a nightly run makes hundreds of
-        thousands of verdicts and claims, and each such set costs more than the record's
-        values. Nothing reads which fields of a verdict were set."""
-        every: Any = _every_field(cls)  # pydantic stores the set it is given, and a frozenset reads as one
-        return cast(Self, cls.model_construct(every, **values))
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        # pydantic adds the updated names to the copy's set of fields: a record from ``built``
-        # shares its class's frozenset, so its copy is made with a set of its own
-        fields: Any = self.__pydantic_fields_set__
-        if type(fields) is not frozenset:
-            return super().model_copy(update=update, deep=deep)
-        values = deepcopy(self.__dict__) if deep else dict(self.__dict__)
-        return cast(Self, type(self).model_construct(set(fields), **{**values, **(update or {})}))
-
-
-@cache
-def _every_field(cls: type[BaseModel]) -> frozenset[str]:
-    return frozenset(cls.model_fields)
+        """A record made by the judge stage's own code (a parsed verdict, the answers to its
+        questions), validated as any record; records given as values (a verdict's claims) are
+        taken as they are."""
+        return cls(**values)
 
 
 class Usage(_Frozen):
