@@ -38,6 +38,26 @@ V = TypeVar("V")
 # it is written, compared and pickled as the dict it was; only changing it raises).
 ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(lambda value: frozendict(value) if value else _EMPTY)]
 
+
+def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
+    """The read-only mapping equal to ``value`` that was made first: a run's traces state the
+    same versions (or the same unrecorded fields) again and again, so each distinct mapping is
+    held once. It cannot change, so sharing it is safe; a run with more distinct ones than
+    ``_SEEN_MAX`` gets its own for the rest."""
+    made = frozendict(value) if value else _EMPTY
+    seen = _SEEN.get(made)
+    if seen is not None:
+        return seen
+    if len(_SEEN) < _SEEN_MAX:
+        _SEEN[made] = made
+    return made
+
+
+_SEEN: dict[frozendict[str, str], frozendict[str, str]] = {}
+_SEEN_MAX = 4096
+# A mapping of strings most records of a run share (a trace's versions, what it did not record)
+SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
+
 Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
 Grade = Annotated[int, Field(ge=0, le=3)]
@@ -195,7 +215,7 @@ class GoldenCase(_Record):
     paraphrases: tuple[str, ...] = ()
     # fields the source does not record -> why (an adapter's "the X format records no ..."): a
     # metric that reads one is null for this case with that reason, never computed from the default
-    not_recorded: ReadOnlyMap[str, str] = Field(default_factory=frozendict)
+    not_recorded: SharedMap = Field(default_factory=frozendict)
 
     @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
@@ -328,10 +348,10 @@ class Trace(_Record):
     latency_ms: ReadOnlyMap[str, LatencyMs] = Field(default_factory=frozendict)
     tokens: ReadOnlyMap[str, TokenCount] = Field(default_factory=frozendict)
     cost_usd: CostUsd | None = None
-    versions: ReadOnlyMap[str, str] = Field(default_factory=frozendict)
+    versions: SharedMap = Field(default_factory=frozendict)
     # fields the system did not record (not "recorded empty") -> why: a metric that reads one is
     # null for this trace with that reason, and the judge is not asked without the passages
-    not_recorded: ReadOnlyMap[str, str] = Field(default_factory=frozendict)
+    not_recorded: SharedMap = Field(default_factory=frozendict)
 
     @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
