@@ -76,10 +76,10 @@ def test_the_document_store_is_the_corpus(files: dict[str, Path]) -> None:
     chunk = corpus.chunks["it_security_policy:v2026-02:chunk_003"]
     assert chunk.doc_id == "it_security_policy" and chunk.doc_version == "v2026-02"
     assert chunk.text.startswith("Mật khẩu tối thiểu 14 ký tự")
-    assert chunk.section_path == ["Mật khẩu"]
-    assert chunk.acl is not None and chunk.acl.roles == seed.EVERYONE
+    assert chunk.section_path == ("Mật khẩu",)
+    assert chunk.acl is not None and list(chunk.acl.roles) == seed.EVERYONE
     private = corpus.chunks["finance_private_comp:v2026-01:chunk_002"]
-    assert private.acl is not None and private.acl.roles == ["finance", "hr"]
+    assert private.acl is not None and private.acl.roles == ("finance", "hr")
     # the lesson's other metadata travels with the chunk
     extra = chunk.model_extra or {}
     assert extra["chunking_strategy"] == "markdown_v2_800_120" and extra["text_hash"].startswith("sha256:")

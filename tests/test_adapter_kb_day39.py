@@ -39,12 +39,12 @@ def test_kb_eval_golden_converts_to_native_cases():
     assert all(isinstance(c, GoldenCase) for c in cases.values())
     q1, q4 = cases["q1"], cases["q4"]
     assert q1.question == "How many days of annual leave does a full-time employee get?"
-    assert q1.expected_chunk_ids == ["leave#v1-02"] and q1.relevance == {"leave#v1-02": 3}
-    assert q1.expected_doc_ids == ["handbook/leave.md"] and q1.expected_behavior == "answer"
-    assert q1.must_contain == ["18 days"] and q1.forbidden == ["20 days"]
-    assert q1.tags == ["hr", "numeric"]  # unknown-to-kb-eval fields travel through
-    assert q4.expected_doc_ids == [] and q4.expected_behavior == "abstain"  # empty = should refuse
-    assert cases["q2"].model_extra["expected_chunk_spans"][0]["source_spans"] == [[1200, 1500]]
+    assert q1.expected_chunk_ids == ("leave#v1-02",) and q1.relevance == {"leave#v1-02": 3}
+    assert q1.expected_doc_ids == ("handbook/leave.md",) and q1.expected_behavior == "answer"
+    assert q1.must_contain == ("18 days",) and q1.forbidden == ("20 days",)
+    assert q1.tags == ("hr", "numeric")  # unknown-to-kb-eval fields travel through
+    assert q4.expected_doc_ids == () and q4.expected_behavior == "abstain"  # empty = should refuse
+    assert cases["q2"].model_extra["expected_chunk_spans"][0]["source_spans"] == ((1200, 1500),)
 
 
 def test_kb_eval_results_convert_to_native_traces():
@@ -53,16 +53,16 @@ def test_kb_eval_results_convert_to_native_traces():
     q2 = traces["run-a"]["q2"][0]
     assert isinstance(q2, Trace) and q2.config_id == "run-a"
     assert [(c.chunk_id, c.doc_id, c.rank) for c in q2.retrieved_chunks][-1] == ("errors#v1-04", "api/errors.md", 4)
-    assert q2.retrieved_chunks[3].model_extra["source_spans"] == [[1200, 1500]]
+    assert q2.retrieved_chunks[3].model_extra["source_spans"] == ((1200, 1500),)
     assert [c.chunk_id for c in q2.citations] == ["errors#v1-04"]
     assert q2.behavior == "answer" and q2.model_extra["grounded"] is True
     assert q2.versions == {"chunking": "md-heading-v1"}
     assert q2.latency_ms == {"end_to_end": 910.0}
-    assert q2.context_chunks == []  # kb-eval does not record the prompt context
+    assert q2.context_chunks == ()  # kb-eval does not record the prompt context
     q3 = traces["run-a"]["q3"][0]
-    assert q3.citations == [] and q3.model_extra["unresolved_citations"] == ["[#7]"]
+    assert q3.citations == () and q3.model_extra["unresolved_citations"] == ("[#7]",)
     q4 = traces["run-a"]["q4"][0]
-    assert q4.behavior == "abstain" and q4.retrieved_chunks == []
+    assert q4.behavior == "abstain" and q4.retrieved_chunks == ()
     assert traces["run-a"]["q5"][0].citations[0].chunk_id == "remote#v1-03"  # bare-string citation
     assert traces["run-b"]["q1"][0].versions["chunking"] == "md-heading-v2"
 
@@ -196,14 +196,14 @@ def test_kb_eval_duplicate_golden_id_and_spans_of_an_unexpected_chunk(tmp_path):
 def test_day39_golden_converts_to_native_cases():
     cases, _ = day39.to_native(D39 / "golden.jsonl", [D39 / "outputs.jsonl"])
     hr = cases["hr_leave_001"]
-    assert hr.expected_chunk_ids == ["hr_leave_policy:v2026-01:chunk_003"]
-    assert hr.must_cite == ["hr_leave_policy:v2026-01:chunk_003"]
-    assert hr.difficulty == "easy" and hr.tags == ["hr", "policy", "single-hop"]
+    assert hr.expected_chunk_ids == ("hr_leave_policy:v2026-01:chunk_003",)
+    assert hr.must_cite == ("hr_leave_policy:v2026-01:chunk_003",)
+    assert hr.difficulty == "easy" and hr.tags == ("hr", "policy", "single-hop")
     assert hr.user_context is not None and hr.user_context.tenant == "company_a"
     assert hr.user_context.model_extra["tenant_id"] == "company_a"  # the original name is kept
     assert cases["acl_003"].expected_behavior == "permission_denied"
     assert cases["acl_003"].user_context.tenant == "company_b"  # type: ignore[union-attr]
-    assert cases["no_answer_001"].expected_chunk_ids == [] and cases["no_answer_001"].expected_behavior == "abstain"
+    assert cases["no_answer_001"].expected_chunk_ids == () and cases["no_answer_001"].expected_behavior == "abstain"
     assert cases["sales_004"].relevance == {"sales_handbook:v2026-01:chunk_007": 3,
                                             "support_sla_policy:v2026-01:chunk_007": 2}
 

@@ -60,9 +60,9 @@ def test_wfgy_gold_converts_to_native_cases():
     a1, a2 = cases["A0001"], cases["A0002"]
     assert isinstance(a1, GoldenCase) and a1.question == "Does X support null keys?"
     assert a1.expected_behavior == "answer" and a2.expected_behavior == "abstain"
-    assert a1.expected_chunk_ids == ["p1#2"] and a1.must_cite == ["p1#2"] and a1.relevance == {"p1#2": 3}
-    assert a1.gold_claim_substrings == ["rejects null keys"]
-    assert a1.constraints == ["X rejects null keys."] and a2.constraints == []
+    assert a1.expected_chunk_ids == ("p1#2",) and a1.must_cite == ("p1#2",) and a1.relevance == {"p1#2": 3}
+    assert a1.gold_claim_substrings == ("rejects null keys",)
+    assert a1.constraints == ("X rejects null keys.",) and a2.constraints == ()
     assert cases["A0004"].model_extra["notes"].startswith("answer right")  # unknown fields kept
 
 
@@ -77,8 +77,8 @@ def test_wfgy_traces_convert_to_native_traces():
     assert t1.answer == "X rejects null keys." and [c.chunk_id for c in t1.citations] == ["p1#2"]
     assert t1.behavior == "answer" and by_case["A0002"].behavior == "abstain"
     assert by_case["A0010"].behavior == "answer"  # "Not in context." is not the refusal token
-    assert by_case["A0007"].model_extra["constraints_echo"] == ["Exports run asynchronously.",
-                                                                "Exports are limited to 10,000 rows."]
+    assert by_case["A0007"].model_extra["constraints_echo"] == ("Exports run asynchronously.",
+                                                                "Exports are limited to 10,000 rows.")
     assert "constraints_echo" not in (t1.model_extra or {})
     assert by_case["A0004"].model_extra["ts"] == 1723430400 and by_case["A0004"].model_extra["ok"] is True
 
@@ -100,7 +100,7 @@ def test_wfgy_last_trace_line_wins_and_the_replaced_lines_are_named(tmp_path):
     _, traces = wfgy.to_native(gold, [trace])
     kept = traces["trace"]["A"][0]
     assert kept.answer == "not in context" and kept.behavior == "abstain"
-    assert kept.model_extra["superseded_lines"] == [f"{trace}:1", f"{trace}:2"]
+    assert kept.model_extra["superseded_lines"] == (f"{trace}:1", f"{trace}:2")
 
 
 def test_wfgy_two_trace_files_are_two_configs(tmp_path):
@@ -159,11 +159,11 @@ def test_chunking_gold_converts_to_native_cases():
     cases, _ = wfgy_chunking.to_native(CHUNKING / "gold.jsonl", [CHUNKING / "trace.jsonl"])
     case = cases["Q-0137"]
     assert case.question == "How does SCU unlock safety refusals?"
-    assert case.paraphrases == ["Explain symbolic constraint unlock.", "SCU: what is it and when to use?"]
-    assert case.expected_chunk_ids == ["S.4.2.p.Bk011a", "S.4.2.p.Bk011b"]
+    assert case.paraphrases == ("Explain symbolic constraint unlock.", "SCU: what is it and when to use?")
+    assert case.expected_chunk_ids == ("S.4.2.p.Bk011a", "S.4.2.p.Bk011b")
     assert case.model_extra["anchor_section"] == "S.4.2"
-    assert case.model_extra["negatives"] == ["S.4.1.p.Bk010", "S.4.3.p.Bk014"]
-    assert cases["Q-0202"].model_extra["gold_offsets"] == {"S.3.4.p.Bk021": [50800, 50980]}
+    assert case.model_extra["negatives"] == ("S.4.1.p.Bk010", "S.4.3.p.Bk014")
+    assert cases["Q-0202"].model_extra["gold_offsets"] == {"S.3.4.p.Bk021": (50800, 50980)}
     assert cases["Q-0202"].model_extra["notes"].startswith("the cited span")
 
 
@@ -178,7 +178,7 @@ def test_chunking_traces_convert_to_native_traces():
     first = t.retrieved_chunks[0]
     assert (first.chunk_id, first.score, first.type, first.rank) == ("S.4.2.p.Bk011a", 0.83, "prose", 1)
     assert (first.offsets.start, first.offsets.end) == (204611, 205279)
-    assert t.model_extra["ΔS"] == [0.31, 0.59] and t.model_extra["λ_state"] == "→"
+    assert t.model_extra["ΔS"] == (0.31, 0.59) and t.model_extra["λ_state"] == "→"
     assert t.model_extra["index_hash"] == "faiss:v3:hnsw:cos"
     cited = traces["trace"]["Q-0202"][0].citations[0]
     assert cited.chunk_id == "S.3.4.p.Bk021" and (cited.offsets.start, cited.offsets.end) == (51010, 51200)

@@ -343,9 +343,8 @@ def test_the_cached_pass_stays_in_one_process_with_every_outcome(tmp_path: Path,
     assert sorted(progress) == list(range(1, 41))
 
 
-def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path: Path) -> None:
-    """Cached verdicts share one record of which fields were set (memory on nightly runs); it
-    is the record pydantic made, a copy gets its own, and dumps and equality are unchanged."""
+def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) -> None:
+    """Cached verdicts equal and dump as a verdict made from their fields; a copy is a new record."""
     from pydantic import ValidationError
 
     from groundjudge.judge.cache import CachedReply
@@ -361,14 +360,36 @@ def test_verdicts_from_the_cache_share_their_fields_set_and_stay_frozen(tmp_path
     finally:
         cache.close()
     first, second = outcomes[0], outcomes[1]
-    assert first.model_fields_set is second.model_fields_set
     fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
     assert fresh.model_fields_set == first.model_fields_set and fresh == first
     assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
-    claims = [c for o in outcomes for c in o.claims]
-    assert len({id(c.model_fields_set) for c in claims}) == 1
     copied = first.model_copy(update={"judge_reason": "changed"})
-    assert copied.model_fields_set is not first.model_fields_set
-    assert second.model_fields_set == first.model_fields_set and "judge_reason" in first.model_fields_set
+    assert copied.judge_reason == "changed" and first.judge_reason != "changed"
+    assert second.model_fields_set is first.model_fields_set and "judge_reason" in first.model_fields_set
     with pytest.raises(ValidationError):
         first.judge_reason = "no"  # type: ignore[misc]
+
+
+def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given() -> None:
+    """Records the judge stage builds are validated as any record, and those given the same
+    fields share one set of their names, which refuses every change; they still refuse a score
+    without a judgement and dump as given, and a copy's set names what the update gave."""
+    from groundjudge.judge.results import ClaimResult
+
+    claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
+    made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim]) for n in range(2)]
+    given = {"case_id", "config_id", "status", "claims"}
+    assert made[0].model_fields_set is made[1].model_fields_set and made[0].model_fields_set == given
+    with pytest.raises(TypeError, match="cannot change"):
+        made[0].model_fields_set.add("raw")
+    other = ClaimResult.built(claim="x", cited=["c9"], verdict="supported", klass="cited_support")
+    assert other.model_fields_set is claim.model_fields_set
+    assert CaseJudgement.model_validate(made[0].model_dump(by_alias=True)) == made[0]
+    assert made[0].model_dump(exclude_unset=True).keys() == given
+    with pytest.raises(ValueError, match="carries a reason and no scores"):
+        CaseJudgement.built(case_id="q", config_id="base", status="skipped")
+    with pytest.raises(ValueError, match="carries a reason and no scores"):
+        CaseJudgement.built(case_id="q", config_id="base", status="judge_error", reason="down", claims=[claim])
+    copied = made[0].model_copy(update={"judge_reason": "changed"})
+    assert copied.judge_reason == "changed" and made[0].judge_reason is None
+    assert copied.model_fields_set == {*given, "judge_reason"} and made[0].model_fields_set == given

@@ -222,3 +222,21 @@ def test_a_ranking_already_in_trec_order_is_the_one_trec_order_gives():
 
     with pytest.raises(ValidationError, match="finite number"):  # a NaN score never gets this far
         Trace(query_id="q", config_id="c", retrieved_chunks=[{"chunk_id": "a", "score": float("nan")}])
+
+
+def test_a_traces_constraints_echo_is_read_from_its_read_only_unknown_fields():
+    """``constraints_echo`` arrives as an unknown field, held as a tuple like every sequence of
+    a record: the echo still counts (it lacks the constraint here, so integrity is 0)."""
+    from groundjudge.contracts import GoldenCase, Trace
+    from groundjudge.load.dataset import Corpus
+    from groundjudge.metrics.case import compute_case
+    from groundjudge.metrics.evaluate import MetricSettings
+
+    case = GoldenCase.model_validate({"id": "q", "question": "Null keys?", "constraints": ["X rejects null keys."]})
+    answer = {"query_id": "q", "config_id": "base", "answer": "X rejects null keys."}
+    plain = Trace.model_validate(answer)
+    echoed = Trace.model_validate({**answer, "constraints_echo": ["Something else."]})
+    assert echoed.model_extra["constraints_echo"] == ("Something else.",)
+    values = {name: compute_case(case, t, Corpus(), MetricSettings()).values["constraint_integrity"]
+              for name, t in (("plain", plain), ("echoed", echoed))}
+    assert values == {"plain": 1.0, "echoed": 0.0}

@@ -23,7 +23,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from groundjudge.collector import collector_paused, release_free_pages
 from groundjudge.config import Config, apply_environment, load_config
 from groundjudge.errors import InputError, InputProblem, StorageError
 
@@ -127,9 +126,8 @@ def load_inputs(config: Config) -> Dataset:
     if not inputs.traces or (not inputs.golden and _needs_golden(inputs.format, inputs.traces)):
         raise InputError.one(_where(config), None, "golden/traces",
                              "give --golden and at least one --traces (or --qrels and --run)")
-    with collector_paused():  # records hold no cycles; the collector walking them took most of the load time
-        dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format,
-                              {"config_attribute": inputs.config_attribute, "case_attribute": inputs.case_attribute})
+    dataset, _ = load_any(inputs.golden, inputs.traces, inputs.corpus, inputs.format,
+                          {"config_attribute": inputs.config_attribute, "case_attribute": inputs.case_attribute})
     return dataset
 
 
@@ -450,14 +448,9 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
     dicts and lists, except that each case's metric values and each verdict are read-only
     mappings over the run's own records (``metrics.table.MetricValues``, ``report.views.ModelView``),
     not copies (a nightly run would hold every one twice). They read as the JSON does;
-    ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot).
-
-    The cyclic collector is paused meanwhile (``collector.collector_paused``): the report
-    objects hold no cycles and live until the files are written; on a nightly run its walks
-    over them took about a tenth of the stage."""
-    with collector_paused():
-        return _write_run_reports(result, Path(out_dir), junit=junit, profile=profile, history=history,
-                                  log=log if log is not None else sys.stderr)
+    ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot)."""
+    return _write_run_reports(result, Path(out_dir), junit=junit, profile=profile, history=history,
+                              log=log if log is not None else sys.stderr)
 
 
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
@@ -477,7 +470,6 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
 
     typed = report_document(result)
     pending = history_record(result, typed, out_dir, history) if history is not None else None
-    release_free_pages()  # what the history's columns took, before the documents are built
     doc = as_json_dict(typed)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc) + render_stability_markdown(doc)
@@ -495,7 +487,6 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
             write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
             write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
-            release_free_pages()
             write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
             write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset,
                                                                    pending.trend if pending else None))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import gc
 import json
-import os
 import re
 import sqlite3
 import sys
@@ -32,13 +31,6 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as shells report a process a
 class GroundjudgeGroup(click.Group):
     """Turns input errors into one clear message and exit code 2, never a traceback; Ctrl-C
     into exit code 130."""
-
-    owns_process = False  # True when called as the program (``groundjudge ...``), not by CliRunner
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The console script calls the group; click's test runner calls ``main`` directly.
-        GroundjudgeGroup.owns_process = True
-        return super().__call__(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -396,26 +388,13 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         config = api.for_profile(config, profile)  # its format, and the rubric version its report needs
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
     api.check_gate_config(config, pinned)  # so is a gate that could not be evaluated
-    # The inputs live until the process ends: keep the collector from walking their millions of
-    # objects again at every full collection (frozen before the collector runs again: its first
-    # collection would otherwise walk all of them once), and collect young objects less often
-    # (records and verdicts are made by the hundred thousand and hold no cycles).
-    collecting = gc.isenabled()
-    gc.disable()
-    if GroundjudgeGroup.owns_process:  # what the stages make lives to the end: see groundjudge.collector
-        from groundjudge.collector import freeze_after_pauses
-
-        freeze_after_pauses()
-    try:
-        dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
-        # and a run folder, JUnit file or history the reports could not be written to
-        api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
-        own = api.profile_report(config, profile) if profile else None
-        gc.freeze()
-    finally:
-        if collecting:
-            gc.enable()
-    gc.set_threshold(50_000, 20, 100)
+    dataset = api.load_inputs(config)  # so are bad inputs: nothing starts, nothing is written
+    # and a run folder, JUnit file or history the reports could not be written to
+    api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
+    own = api.profile_report(config, profile) if profile else None
+    # The inputs live as long as the run: the cyclic collector need not walk them again
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 1000)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:
         spent = None
@@ -441,10 +420,6 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
             result = api.run_eval(config, judge, progress=progress, dataset=dataset, escalate=escalate, spent=spent)
     if own is not None:
         own = api.profile_report(config, own.name, result)  # again, with what the judge found
-    if GroundjudgeGroup.owns_process:
-        # The process ends once the reports are written (os._exit below): the collector stays
-        # off from here, rather than walk the reports' millions of objects when it is back on.
-        gc.disable()
     doc = api.write_run_reports(result, out_dir, junit=junit, profile=own, history=api.history_path(config, out_dir))
     if otel_events is not None:
         written, unlinked = api.write_otel_events(result, doc, otel_events,
@@ -478,15 +453,6 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
         click.echo(f"note: {cache_state['legacy_entries_skipped']} judge cache entries in the format of groundjudge "
                    "before 0.3 (pickles) were not read; `groundjudge cache migrate` converts them", err=True)
     code = 1 if result.exit_code == 0 and own is not None and own.passed is False else result.exit_code
-    from groundjudge.distributed import current
-
-    if GroundjudgeGroup.owns_process and current() is None:  # a Ray session is shut down on the way out
-        # Everything is written: the reports were replaced atomically and closed, the history's
-        # transaction committed and its connection closed, the judge session closed. Freeing a
-        # nightly run's millions of objects one by one would take seconds and change nothing.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
     sys.exit(code)
 
 

@@ -1,92 +1,62 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
-All records are frozen pydantic models, except a trace's chunks and citations: frozen dataclasses
-with slots, validated by pydantic the same way (a nightly set holds millions of them). A loaded
-trace may hold those lists as columns that read as the same lists (``load.items``). Unknown
-fields are kept (``extra="allow"``) so that a team's own annotations travel through to the
-reports untouched.
+All records are frozen pydantic models, except a trace's chunks and citations: frozen msgspec
+structs (a nightly set holds millions of them; a struct takes far less memory than a model, and
+the garbage collector does not track it), validated by pydantic the same way. Immutable all the
+way down: sequences are tuples and mappings read-only (``frozendict``), so no record changes
+once loaded and no two records share anything that could. Unknown fields are kept
+(``extra="allow"``) so that a team's own annotations travel through to the reports untouched.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Annotated, Any, Final, Literal, TypeVar, get_origin
+from collections.abc import Mapping
+from sys import intern
+from typing import Annotated, Any, Final, Literal, NotRequired, Self, TypeVar
 
+import msgspec
+from frozendict import frozendict
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     GetJsonSchemaHandler,
-    SerializerFunctionWrapHandler,
-    field_serializer,
+    ValidationInfo,
     field_validator,
     model_validator,
+    with_config,
 )
-from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
+from typing_extensions import TypedDict
 
-M = TypeVar("M", bound=BaseModel)
-
-_FIELDS_SETS: dict[type, set[str]] = {}
-_CONTAINERS: dict[type, tuple[str, ...]] = {}  # model class -> its fields that hold a list or a dict
-# (class, field) -> the field's shared empty list, or the last dict seen; (class, "{}") -> the
-# class's one empty dict, for every empty dict field and the empty extras ("{}" names no field)
-_SHARED: dict[tuple[type, str], Any] = {}
-
-
-def with_shared_parts(model: M) -> M:
-    """``model``, with parts that equal those of earlier models of its kind made one object:
-
-    - its record of the fields that were set when it was made (a set of a dozen names);
-    - each empty list or dict field, and its empty dict of unknown fields;
-    - a dict field equal to the same field of the last model of its kind (a trace's
-      ``versions``, the same on every trace of a run).
-
-    A nightly run holds hundreds of thousands of cases, traces, chunks and verdicts, each with
-    its own copies of these otherwise: a set of versions per record, and an object for each
-    empty list or dict. The records are frozen and nothing changes their lists or
-    dicts in place (``model_copy(deep=True)`` gives a record parts of its own)."""
-    cls = type(model)
-    fields = model.__pydantic_fields_set__
-    seen = _FIELDS_SETS.get(cls)
-    if seen is not None and seen == fields:
-        object.__setattr__(model, "__pydantic_fields_set__", seen)
-    else:
-        _FIELDS_SETS[cls] = fields
-    names = _CONTAINERS.get(cls)
-    if names is None:
-        names = _CONTAINERS[cls] = tuple(name for name, info in cls.model_fields.items()
-                                         if get_origin(info.annotation) in (list, dict))
-    values = model.__dict__
-    for name in names:
-        value = values[name]
-        if type(value) is list:
-            if not value:
-                values[name] = _SHARED.setdefault((cls, name), value)
-        elif type(value) is dict:
-            key = (cls, name)
-            if not value:
-                values[name] = _SHARED.setdefault((cls, "{}"), value)
-            elif len(value) <= _SMALL_DICT:
-                last = _SHARED.get(key)
-                if last is not None and last == value and _same_types(last, value):
-                    values[name] = last
-                else:
-                    _SHARED[key] = value
-    extra = model.__pydantic_extra__
-    if extra is not None and not extra:
-        object.__setattr__(model, "__pydantic_extra__", _SHARED.setdefault((cls, "{}"), extra))
-    return model
+K = TypeVar("K")
+V = TypeVar("V")
+# A mapping field: validated as a dict, held as a read-only ``frozendict`` (a dict subclass, so
+# it is written, compared and pickled as the dict it was; only changing it raises).
+ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(lambda value: frozendict(value) if value else _EMPTY)]
 
 
-_SMALL_DICT = 16  # larger dicts are not compared
+def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
+    """The read-only mapping equal to ``value`` that was made first: a run's traces state the
+    same versions (or the same unrecorded fields) again and again, so each distinct mapping is
+    held once. It cannot change, so sharing it is safe; a run with more distinct ones than
+    ``_SEEN_MAX`` gets its own for the rest."""
+    made = frozendict(value) if value else _EMPTY
+    seen = _SEEN.get(made)
+    if seen is not None:
+        return seen
+    if len(_SEEN) < _SEEN_MAX:
+        _SEEN[made] = made
+    return made
 
 
-def _same_types(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether equal dicts also hold values of the same types (1 == 1.0 == True)."""
-    return all(type(v) is type(b[k]) for k, v in a.items())
-
+_SEEN: dict[frozendict[str, str], frozendict[str, str]] = {}
+_SEEN_MAX = 4096
+# A mapping of strings most records of a run share (a trace's versions, what it did not record)
+SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
 
 Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
@@ -100,8 +70,80 @@ TokenCount = Annotated[int, Field(ge=0, le=10**15)]
 CostUsd = Annotated[float, Field(ge=0, le=1e12)]
 
 
-class _Record(BaseModel):
+class Frozen(BaseModel):
+    """A frozen record whose set of given field names (``model_fields_set``) is the one
+    unchangeable set that every record given the same fields shares (:class:`GivenFields`):
+    pydantic makes a set per record otherwise, which costs more than most records' values, and
+    a nightly run makes millions of records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def model_post_init(self, context: Any) -> None:
+        object.__setattr__(self, "__pydantic_fields_set__", given_fields(self.__pydantic_fields_set__))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # pydantic would add the updated names to the copy's set in place: the update is made
+        # here instead, and the copy holds the shared set of its own names
+        copied = super().model_copy(deep=deep)
+        object.__setattr__(copied, "__pydantic_fields_set__", given_fields({*self.__pydantic_fields_set__,
+                                                                           *(update or ())}))
+        if update:
+            declared = type(self).model_fields
+            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
+            extra = {k: v for k, v in update.items() if k not in declared}
+            if extra:  # only a record that keeps unknown fields takes them
+                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
+        return copied
+
+
+class _Record(Frozen):
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
+
+    def model_post_init(self, context: Any) -> None:
+        # Unknown fields, as read-only as the declared ones (set here, as the record is made).
+        extra: Any = self.__pydantic_extra__
+        if extra is not None and type(extra) is not frozendict:
+            object.__setattr__(self, "__pydantic_extra__", read_only(extra))
+        super().model_post_init(context)
+
+
+class GivenFields(set[str]):
+    """The names of the fields a record was given (``model_fields_set``), shared by the records
+    given the same ones, so it refuses every change. A set, not a frozenset: pydantic-core's
+    ``exclude_unset`` takes nothing else."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the names of a record's given fields cannot change")
+
+    add = discard = remove = pop = clear = update = _refuse
+    difference_update = intersection_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+
+_GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record
+
+
+def given_fields(names: set[str]) -> GivenFields:
+    """The one unchangeable set of these field names (see :class:`GivenFields`)."""
+    key = frozenset(names)
+    shared = _GIVEN.get(key)
+    if shared is None:
+        shared = _GIVEN[key] = GivenFields(names)
+    return shared
+
+
+def read_only(value: Any) -> Any:
+    """A JSON value with its lists as tuples and its objects as read-only mappings, all the way down."""
+    if isinstance(value, dict):
+        return frozendict({key: read_only(item) for key, item in value.items()}) if value else _EMPTY
+    if isinstance(value, list):
+        return tuple(map(read_only, value))
+    return value
+
+
+_EMPTY: frozendict[str, Any] = frozendict()
 
 
 def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
@@ -115,7 +157,7 @@ def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
     return value
 
 
-class Offsets(BaseModel):
+class Offsets(Frozen):
     """A byte span ``[start, end)`` inside a document."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -148,7 +190,7 @@ class Offsets(BaseModel):
 
 class UserContext(_Record):
     tenant: str | None = None
-    roles: list[str] = Field(default_factory=list)
+    roles: tuple[str, ...] = ()
     locale: str | None = None
 
 
@@ -158,22 +200,22 @@ class GoldenCase(_Record):
     id: NonEmptyStr
     question: NonEmptyStr
     expected_answer: str | None = None
-    expected_chunk_ids: list[NonEmptyStr] = Field(default_factory=list)
-    relevance: dict[str, Grade] = Field(default_factory=dict)
-    expected_doc_ids: list[NonEmptyStr] | None = None
-    must_cite: list[NonEmptyStr] = Field(default_factory=list)
-    must_contain: list[str] = Field(default_factory=list)
-    forbidden: list[str] = Field(default_factory=list)
-    gold_claim_substrings: list[str] = Field(default_factory=list)
+    expected_chunk_ids: tuple[NonEmptyStr, ...] = ()
+    relevance: ReadOnlyMap[str, Grade] = Field(default_factory=frozendict, validate_default=True)
+    expected_doc_ids: tuple[NonEmptyStr, ...] | None = None
+    must_cite: tuple[NonEmptyStr, ...] = ()
+    must_contain: tuple[str, ...] = ()
+    forbidden: tuple[str, ...] = ()
+    gold_claim_substrings: tuple[str, ...] = ()
     difficulty: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    tags: tuple[str, ...] = ()
     expected_behavior: Behavior = "answer"
     user_context: UserContext | None = None
-    constraints: list[str] = Field(default_factory=list)
-    paraphrases: list[str] = Field(default_factory=list)
+    constraints: tuple[str, ...] = ()
+    paraphrases: tuple[str, ...] = ()
     # fields the source does not record -> why (an adapter's "the X format records no ..."): a
     # metric that reads one is null for this case with that reason, never computed from the default
-    not_recorded: dict[str, str] = Field(default_factory=dict)
+    not_recorded: SharedMap = Field(default_factory=frozendict)
 
     @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
@@ -188,13 +230,12 @@ class GoldenCase(_Record):
             raise ValueError("expected_chunk_ids is listed in not_recorded but the case grades chunks; leave it out")
         return self
 
-    @model_validator(mode="after")
-    def _default_grades(self) -> GoldenCase:
+    @field_validator("relevance")
+    @classmethod
+    def _default_grades(cls, value: Mapping[str, int], info: ValidationInfo) -> Mapping[str, int]:
         # An expected chunk without an explicit grade is fully relevant (grade 3).
-        missing = {cid: 3 for cid in self.expected_chunk_ids if cid not in self.relevance}
-        if missing:
-            object.__setattr__(self, "relevance", {**self.relevance, **missing})
-        return self
+        missing = {cid: 3 for cid in info.data.get("expected_chunk_ids", ()) if cid not in value}
+        return frozendict({**value, **missing}) if missing else value
 
     @property
     def relevant_chunk_ids(self) -> frozenset[str]:
@@ -202,39 +243,68 @@ class GoldenCase(_Record):
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
 
 
-class _TraceItem:
-    """A chunk or citation of a trace: a frozen dataclass with slots, not a model. A nightly
-    set holds millions of them, and a model instance costs about eight times the memory.
+class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A chunk or citation of a trace: a frozen msgspec struct, not a model. A nightly set holds
+    millions of them: a struct takes far less memory than a model, and ``gc=False`` leaves them
+    out of the garbage collector's walks (they hold strings, numbers and offsets: no cycles).
 
-    Unknown fields are kept, as on every record: they go in an instance ``__dict__`` that
-    Python creates only for an item that has them (this base class has no ``__slots__``).
+    Pydantic validates them as it validates a model (the schema is derived from the struct's
+    fields, errors name ``retrieved_chunks[0].chunk_id``); a struct given as it is passes as it
+    is. Unknown fields are kept in ``model_extra`` (a read-only mapping, as a model's) and are
+    not written out with the trace.
     """
 
-    @property
-    def model_extra(self) -> dict[str, Any]:
-        """The unknown fields, by name (as a model's ``model_extra``)."""
-        return dict(vars(self))
+    model_extra: frozendict[str, Any] = frozendict()
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # pickle and copy: the slotted fields and the unknown fields both (the dataclass's own
-        # state covers the slots only)
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        return _rebuild_item, (type(self), values, dict(vars(self)))
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        fields = [f for f in msgspec.structs.fields(cls) if f.name != "model_extra"]
+        names = frozenset(f.name for f in fields)
+        shape = with_config(_ITEM)(TypedDict(cls.__name__, {  # type: ignore[operator]
+            f.name: f.type if f.required else NotRequired[f.type] for f in fields}))
 
+        def build(values: dict[str, Any]) -> _TraceItem:
+            # ids name the same chunks across a run's traces: one string each (``sys.intern``)
+            values["chunk_id"] = intern(values["chunk_id"])
+            if type(values.get("doc_id")) is str:
+                values["doc_id"] = intern(values["doc_id"])
+            if names.issuperset(values):
+                return cls(**values)
+            extra = {k: v for k, v in values.items() if k not in names}
+            return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
 
-def _rebuild_item(cls: type[_TraceItem], values: dict[str, Any], extra: dict[str, Any]) -> _TraceItem:
-    item = object.__new__(cls)
-    for name, value in values.items():
-        object.__setattr__(item, name, value)
-    vars(item).update(extra)
-    return item
+        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if type(value) is cls else validate(value)
+
+        def as_json(item: _TraceItem, info: core_schema.SerializationInfo) -> dict[str, Any]:
+            out = {name: getattr(item, name) for name in names_in_order}
+            offsets = out.get("offsets")
+            if offsets is not None:
+                out["offsets"] = offsets.model_dump(mode=info.mode)
+            return out
+
+        names_in_order = tuple(f.name for f in fields)
+        from_fields = core_schema.no_info_after_validator_function(build, handler.generate_schema(shape))
+        return core_schema.json_or_python_schema(
+            json_schema=from_fields,  # JSON holds no structs: no check for one
+            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
+            serialization=core_schema.plain_serializer_function_ser_schema(as_json, info_arg=True))
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler,
+                                     ) -> JsonSchemaValue:
+        ref = handler(schema)
+        properties = handler.resolve_ref_schema(ref)["properties"]
+        for f in msgspec.structs.fields(cls):
+            if f.name in properties and not f.required:
+                properties[f.name]["default"] = f.default  # as a model's schema states its defaults
+        return ref
 
 
 _ITEM = ConfigDict(extra="allow", str_strip_whitespace=False, allow_inf_nan=False)
 
 
-@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
-class RetrievedChunk(_TraceItem):
+class RetrievedChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
     chunk_id: NonEmptyStr
     doc_id: str | None = None
     score: float | None = None
@@ -245,21 +315,19 @@ class RetrievedChunk(_TraceItem):
     type: ContentType | None = None
 
 
-@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
-class ContextChunk(_TraceItem):
+class ContextChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
     chunk_id: NonEmptyStr
     text: str | None = None
     text_hash: str | None = None
 
 
-@pydantic_dataclass(frozen=True, slots=True, config=_ITEM)
-class Citation(_TraceItem):
+class Citation(_TraceItem, frozen=True, kw_only=True, gc=False):
     chunk_id: NonEmptyStr
     offsets: Offsets | None = None
 
 
 def _ids_to_objects(value: Any) -> Any:
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [{"chunk_id": item} if isinstance(item, str) else item for item in value]
     return value
 
@@ -271,19 +339,19 @@ class Trace(_Record):
     config_id: NonEmptyStr
     question: str | None = None
     paraphrase: int = Field(default=0, ge=0)  # 0 = the case's question, i >= 1 = its i-th paraphrase
-    retrieved_chunks: list[RetrievedChunk] = Field(default_factory=list)
-    context_chunks: list[ContextChunk] = Field(default_factory=list)
+    retrieved_chunks: tuple[RetrievedChunk, ...] = ()
+    context_chunks: tuple[ContextChunk, ...] = ()
     answer: str | None = None
-    citations: list[Citation] = Field(default_factory=list)
+    citations: tuple[Citation, ...] = ()
     behavior: Behavior | None = None
     error: str | None = None
-    latency_ms: dict[str, LatencyMs] = Field(default_factory=dict)
-    tokens: dict[str, TokenCount] = Field(default_factory=dict)
+    latency_ms: ReadOnlyMap[str, LatencyMs] = Field(default_factory=frozendict)
+    tokens: ReadOnlyMap[str, TokenCount] = Field(default_factory=frozendict)
     cost_usd: CostUsd | None = None
-    versions: dict[str, str] = Field(default_factory=dict)
+    versions: SharedMap = Field(default_factory=frozendict)
     # fields the system did not record (not "recorded empty") -> why: a metric that reads one is
     # null for this trace with that reason, and the judge is not asked without the passages
-    not_recorded: dict[str, str] = Field(default_factory=dict)
+    not_recorded: SharedMap = Field(default_factory=frozendict)
 
     @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
@@ -312,11 +380,6 @@ class Trace(_Record):
     def _cited_ids_as_objects(cls, value: Any) -> Any:
         return _ids_to_objects(value)
 
-    @field_serializer("retrieved_chunks", "context_chunks", "citations", mode="wrap")
-    def _items_as_lists(self, value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-        # A loaded trace may hold these as columns (``load.items``): written as the lists they read as.
-        return handler(value if isinstance(value, list) else list(value))
-
     @field_validator("tokens", mode="before", json_schema_input_type=dict[str, TokenCount] | TokenCount)
     @classmethod
     def _tokens_total(cls, value: Any) -> Any:
@@ -333,8 +396,8 @@ class Trace(_Record):
 
 
 class Acl(_Record):
-    tenants: list[str] = Field(default_factory=list)
-    roles: list[str] = Field(default_factory=list)
+    tenants: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
 
 
 class CorpusChunk(_Record):
@@ -344,7 +407,7 @@ class CorpusChunk(_Record):
     doc_id: NonEmptyStr
     doc_version: str | None = None
     text: str
-    section_path: list[str] = Field(default_factory=list)
+    section_path: tuple[str, ...] = ()
     offsets: Offsets | None = None
     type: ContentType = "prose"
     acl: Acl | None = None
@@ -371,7 +434,7 @@ class HumanLabel(_Record):
     faithful: bool | None = None
     correct: Grade | None = None
     citations_supported: bool | None = None
-    claims: list[ClaimLabel] | None = None
+    claims: tuple[ClaimLabel, ...] | None = None
 
 
 def input_schema(name: str) -> dict[str, Any]:

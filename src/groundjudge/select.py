@@ -17,11 +17,9 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from groundjudge.collector import collector_paused
 from groundjudge.contracts import Trace
 from groundjudge.judge.item import JudgeItem
 from groundjudge.load.dataset import Dataset
-from groundjudge.load.items import chunk_ids, chunk_texts
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
 
@@ -52,7 +50,7 @@ def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]
     ``shared``: (chunk id, corpus text) pairs already made, by chunk id, for items to share (a
     nightly run's 200,000 items name the same chunks again and again)."""
     contexts, missing = [], []
-    for chunk_id, given in zip(chunk_ids(trace.context_chunks), chunk_texts(trace.context_chunks), strict=True):
+    for chunk_id, given in ((c.chunk_id, c.text) for c in trace.context_chunks):
         if given is not None:
             contexts.append((chunk_id, given))
             continue
@@ -71,7 +69,7 @@ def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]
     case = dataset.cases[trace.query_id]
     item = JudgeItem(case_id=case.id, config_id=trace.config_id, question=trace.question or case.question,
                      contexts=tuple(contexts), answer=trace.answer or "",
-                     citations=tuple(chunk_ids(trace.citations)), expected_answer=case.expected_answer)
+                     citations=tuple(c.chunk_id for c in trace.citations), expected_answer=case.expected_answer)
     return item, []
 
 
@@ -100,10 +98,9 @@ def _smoke_sample(dataset: Dataset, per_tag: int, seed: int) -> set[str]:
 def _changed(trace: Trace, base: Trace | None) -> bool:
     if base is None:
         return False
-    return trace.answer != base.answer or list(chunk_ids(trace.context_chunks)) != list(chunk_ids(base.context_chunks))
+    return trace.answer != base.answer or [c.chunk_id for c in trace.context_chunks] != [c.chunk_id for c in base.context_chunks]
 
 
-@collector_paused()  # a decision and an item per pair, no cycles (see collector)
 def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings | None = None) -> list[Selection]:
     """One decision per (case, config) pair with a trace; judged pairs first, in priority order."""
     settings = settings or SelectSettings()

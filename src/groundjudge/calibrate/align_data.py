@@ -9,7 +9,7 @@ claim labels). Everything comes from a run's report.json and the label files: no
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,11 +49,11 @@ def _spans(label: HumanLabel, path: Path, line: int) -> list[tuple[int, int]] | 
     raw = (label.model_extra or {}).get("spans")
     if raw is None:
         return None
-    if not isinstance(raw, list):
+    if not isinstance(raw, (list, tuple)):  # a record's unknown fields hold their arrays as tuples
         raise InputError.one(path, line, "spans", "must be a list of {start, end} objects")
     out = []
     for i, span in enumerate(raw):
-        start, end = (span.get("start"), span.get("end")) if isinstance(span, dict) else (None, None)
+        start, end = (span.get("start"), span.get("end")) if isinstance(span, Mapping) else (None, None)
         if type(start) is not int or type(end) is not int or not 0 <= start <= end:
             raise InputError.one(path, line, f"spans[{i}]", "needs integer start <= end, both >= 0")
         out.append((start, end))

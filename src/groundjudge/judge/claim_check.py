@@ -330,7 +330,7 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
     out = []
     for i, (s, a) in enumerate(zip(plan.sentences, support)):
         if i in plan.unchecked:
-            out.append(ClaimResult(claim=s.text, cited=[], verdict="unchecked", klass="unchecked",
+            out.append(ClaimResult.built(claim=s.text, cited=[], verdict="unchecked", klass="unchecked",
                                    start=s.start, end=s.end, unfound_terms=plan.unfound[i] if plan.unfound else None))
             continue
         supported = a.yes(cut)
@@ -349,7 +349,7 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
             cited_p: float | None = 0.0  # what it cites was not in the context: it cannot support it
         else:
             cited_p = cited_answer.probability if cited_answer is not None else None
-        out.append(ClaimResult(claim=s.text, cited=list(s.citations), verdict=verdict,
+        out.append(ClaimResult.built(claim=s.text, cited=list(s.citations), verdict=verdict,
                                support=list(s.citations) if cited_ok else [], klass=klass,
                                confidence=a.probability, cited_confidence=cited_p if s.citations else None,
                                start=s.start, end=s.end,
@@ -360,4 +360,4 @@ def claim_results(plan: CasePlan, support: Sequence[Answer], contradicted: dict[
 
 
 def nugget_results(plan: CasePlan, answers: Sequence[Answer], cut: float) -> list[NuggetResult]:
-    return [NuggetResult(text=n, stated=a.yes(cut), confidence=a.probability) for n, a in zip(plan.nuggets, answers)]
+    return [NuggetResult.built(text=n, stated=a.yes(cut), confidence=a.probability) for n, a in zip(plan.nuggets, answers)]

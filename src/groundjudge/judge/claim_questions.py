@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundjudge.contracts import with_shared_parts
 from groundjudge.judge import claim_check
 from groundjudge.judge.alignment import rescore_claims
 from groundjudge.judge.cache import CachedReply
@@ -75,8 +74,7 @@ class ClaimQuestions:
         except ValidationError:  # not one this code reads: derived again, and replaced
             return None, key, cached
         out = Pending(item, status="judged", source="cache", criteria=shared_values(memo.criteria),
-                      claims=[with_shared_parts(c) for c in memo.claims],
-                      nuggets=[with_shared_parts(n) for n in memo.nuggets])
+                      claims=list(memo.claims), nuggets=list(memo.nuggets))
         engine.totals.cache_hits += 1
         return engine.finish(out), key, cached
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groundjudge import distributed
-from groundjudge.collector import collector_paused
 from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
 from groundjudge.judge.claim_questions import ClaimQuestions
 from groundjudge.judge.client import (
@@ -226,14 +225,11 @@ class JudgeEngine:
 
     # --- the run -------------------------------------------------------------------------------
 
-    @collector_paused()
     def _all_from_cache(self, items: Sequence[JudgeItem], why: Sequence[str | None],
                         ) -> list[tuple[CaseJudgement | None, str, CachedReply | None]]:
         """For every item, in order: its result when the cache settles it (made at once, so a
         nightly run never holds an item's pending state and its result together), else None
-        with the cache key and the entry found, if any. In this process: the cyclic collector is
-        paused meanwhile (``collector.collector_paused``): no network, no cycles, and hundreds of
-        thousands of verdicts made that live to the end of the run.
+        with the cache key and the entry found, if any.
 
         Not split over a forked worker, as the metrics are: by this point the process holds
         the run's inputs, rows and most verdicts, and a worker per round copied enough of them
@@ -276,9 +272,8 @@ class JudgeEngine:
             self.store_later_puts()
             results: list[Any] = [r for r, _, _ in looked]  # the cache's results; None where called
             del looked
-            with collector_paused():  # a result per item, no cycles (see _all_from_cache)
-                for i, p in zip(misses, called):
-                    results[i] = p.result(why[i])
+            for i, p in zip(misses, called):
+                results[i] = p.result(why[i])
         finally:
             if self.client is not None:
                 await self.client.close()

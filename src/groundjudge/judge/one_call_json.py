@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from groundjudge.contracts import with_shared_parts
 from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
@@ -33,8 +32,8 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [with_shared_parts(ClaimResult(claim=c.claim, cited=list(c.cited), verdict=c.verdict,
-                                               support=list(c.support), klass=c.triage_class))
+    return [ClaimResult.built(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
+                              klass=c.triage_class)
             for c in verdict.claims]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from groundjudge.contracts import with_shared_parts
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.results import (
     CaseJudgement,
@@ -44,13 +43,13 @@ class Pending:
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
         judged = self.status == "judged"
-        return with_shared_parts(CaseJudgement(
+        return CaseJudgement.built(
             case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
             reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
             criteria=self.criteria if judged else {}, claims=self.claims if judged else [],
             nuggets=self.nuggets if judged else [],
             judge_reason=self.judge_reason if judged else None, usage=self.usage, seconds=round(self.seconds, 3),
-            cache_key=self.cache_key, raw=self.raw))
+            cache_key=self.cache_key, raw=self.raw)
 
 
 class NotSent(Exception):

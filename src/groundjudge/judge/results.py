@@ -8,10 +8,12 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 from pydantic.config import JsonDict
+
+from groundjudge.contracts import Frozen
 
 Status = Literal["judged", "judge_error", "skipped"]
 # "unchecked": a claim the judge was not asked about because the answer's verdict was already
@@ -22,8 +24,15 @@ ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "un
 Label = bool | int
 
 
-class _Frozen(BaseModel):
+class _Frozen(Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """A record made by the judge stage's own code (a parsed verdict, the answers to its
+        questions), validated as any record; records given as values (a verdict's claims) are
+        taken as they are."""
+        return cls(**values)
 
 
 class Usage(_Frozen):
@@ -157,6 +166,14 @@ class CaseJudgement(_Frozen):
         if self.status != "judged" and (self.criteria or self.claims or not self.reason):
             raise ValueError(f"a {self.status} case carries a reason and no scores")
         return self
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """As :meth:`_Frozen.built`, and still never a score without a judgement."""
+        made = super().built(**values)
+        if made.status != "judged" and (made.criteria or made.claims or not made.reason):
+            raise ValueError(f"a {made.status} case carries a reason and no scores")
+        return made
 
     def label(self, criterion: str) -> Label | None:
         value = self.criteria.get(criterion)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from groundjudge.collector import collector_paused
 from groundjudge.judge.client import JudgeClient
 from groundjudge.judge.engine import Budget, EngineTotals, JudgeEngine, Pricing
 from groundjudge.judge.results import (
@@ -65,8 +64,7 @@ def judge_selected(session: JudgeSession, selections: Sequence[Selection], progr
 def judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Selection],
               progress: object = None, spent: Usage | None = None) -> JudgeRun:
     results, totals = judge_selected(session, selections, progress, spent)
-    with collector_paused():  # per config, a mapping of every result and its summary: no cycles
-        return _judge_run(session, dataset, selections, results, totals)
+    return _judge_run(session, dataset, selections, results, totals)
 
 
 def _judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Selection],

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
 from groundjudge.errors import InputError, InputProblem
-from groundjudge.load.items import IdColumns, RetrievedColumns, chunk_ids, chunk_texts
 from groundjudge.load.records import index_unique, read_records
 
 
@@ -84,15 +82,12 @@ def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, Gol
 def load_traces(
     paths: Sequence[str | Path], cases: dict[str, GoldenCase], corpus: Corpus | None = None,
 ) -> dict[str, dict[str, dict[int, Trace]]]:
-    """Traces by config, case and paraphrase, each held compactly (``compact_trace``): its
-    chunk lists as columns where they fit, and with a corpus, its chunk ids the corpus's own
-    strings."""
-    prepare = partial(compact_trace, chunks=corpus.chunks if corpus else {})
+    """Traces by config, case and paraphrase."""
     traces: dict[str, dict[str, dict[int, Trace]]] = {}
     seen: dict[tuple[str, str, int], str] = {}
     problems: list[InputProblem] = []
     for path in paths:
-        for line, trace in read_records(path, Trace, prepare=prepare):
+        for line, trace in read_records(path, Trace):
             key = (trace.config_id, trace.query_id, trace.paraphrase)
             where = f"{path}:{line}"
             if trace.query_id not in cases:
@@ -138,45 +133,13 @@ def assemble_dataset(
         for cid, variants in per_case.items():
             for trace in variants.values():
                 key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
-                no_text = [cid for cid, text in zip(chunk_ids(trace.context_chunks), chunk_texts(trace.context_chunks),
-                                                    strict=True)
-                           if text is None and corpus.text_of(cid) is None]
+                no_text = [c.chunk_id for c in trace.context_chunks
+                           if c.text is None and corpus.text_of(c.chunk_id) is None]
                 if no_text:
                     missing_text[key] = no_text
                 if corpus:
-                    ids = [*chunk_ids(trace.retrieved_chunks), *chunk_ids(trace.citations)]
-                    unknown = sorted({i for i in ids if i not in corpus.chunks})
+                    ids = {c.chunk_id for c in trace.retrieved_chunks} | {c.chunk_id for c in trace.citations}
+                    unknown = sorted(i for i in ids if i not in corpus.chunks)
                     if unknown:
                         unresolved[key] = unknown
     return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
-
-
-def compact_trace(trace: Trace, chunks: dict[str, CorpusChunk]) -> None:
-    """Hold ``trace`` in less memory, reading the same: its chunk lists as columns
-    (``load.items``) where nothing but ids, documents, scores and ranks are in them, and its
-    chunk ids, and the document ids equal to the corpus's, the corpus's own strings.
-
-    Every trace names a dozen or more chunks, each parsed into new strings: on a nightly set
-    that is a large share of memory spent on copies of ids the corpus already holds, and the
-    item objects as much again. The values are equal, so nothing that reads them changes (the
-    trace and its items are frozen; this is the only place that sets their fields after
-    validation)."""
-    put = object.__setattr__
-    for item in trace.retrieved_chunks:
-        known = chunks.get(item.chunk_id)
-        if known is not None:
-            put(item, "chunk_id", known.chunk_id)
-            if item.doc_id == known.doc_id:
-                put(item, "doc_id", known.doc_id)
-    for items in (trace.context_chunks, trace.citations):
-        for cited in items:
-            known = chunks.get(cited.chunk_id)
-            if known is not None:
-                put(cited, "chunk_id", known.chunk_id)
-    columns = RetrievedColumns.of(trace.retrieved_chunks)
-    if columns is not None:
-        put(trace, "retrieved_chunks", columns)
-    for name in ("context_chunks", "citations"):
-        ids = IdColumns.of(getattr(trace, name))
-        if ids is not None:
-            put(trace, name, ids)

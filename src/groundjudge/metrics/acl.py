@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
-from groundjudge.load.items import chunk_ids
 
 
 @dataclass(frozen=True)
@@ -16,7 +15,7 @@ class AclLeak:
     reason: str
 
 
-def chunk_allowed(chunk: CorpusChunk, tenant: str | None, roles: list[str]) -> str | None:
+def chunk_allowed(chunk: CorpusChunk, tenant: str | None, roles: Sequence[str]) -> str | None:
     """Return why the user may not see ``chunk``, or None when they may."""
     if chunk.acl is None:
         return None
@@ -33,10 +32,9 @@ def acl_leaks(case: GoldenCase, trace: Trace, chunks: Mapping[str, CorpusChunk])
         return None
     tenant, roles = case.user_context.tenant, case.user_context.roles
     leaks = []
-    for where, ids in (("retrieved", chunk_ids(trace.retrieved_chunks)),
-                       ("context", chunk_ids(trace.context_chunks)),
-                       ("cited", chunk_ids(trace.citations))):
-        for cid in ids:
+    for where, items in (("retrieved", trace.retrieved_chunks), ("context", trace.context_chunks),
+                         ("cited", trace.citations)):
+        for cid in (c.chunk_id for c in items):
             chunk = chunks.get(cid)
             reason = chunk_allowed(chunk, tenant, roles) if chunk else None
             if reason:

@@ -6,11 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import MappingProxyType
-from typing import cast
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
-from groundjudge.load.items import chunk_docs, chunk_ids, chunk_scores
 from groundjudge.metrics.acl import AclLeak, acl_leaks
 from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observed_behavior
 from groundjudge.metrics.containment import constraint_metrics, containment_metrics
@@ -53,10 +51,10 @@ def ranking_of(trace: Trace) -> list[str]:
     A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
     """
     chunks = trace.retrieved_chunks
-    ids = chunk_ids(chunks)
-    given = chunk_scores(chunks)
-    if chunks and None not in given:
-        scores = cast("Sequence[float]", given)  # no None, checked just above
+    ids = [c.chunk_id for c in chunks]
+    given = [c.score for c in chunks]
+    scores = [x for x in given if x is not None]
+    if chunks and len(scores) == len(given):
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
         # goes the general way.
@@ -72,11 +70,11 @@ def ranking_of(trace: Trace) -> list[str]:
 def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int]) -> dict[str, float | None]:
     expected = case.expected_doc_ids
     if expected is None:
-        expected = sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))})
+        expected = tuple(sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))}))
     if not expected:
         return {at_k("recall_doc", k): None for k in ks}
     chunks = trace.retrieved_chunks
-    doc_by_chunk = {cid: doc for cid, doc in zip(chunk_ids(chunks), chunk_docs(chunks), strict=True) if doc}
+    doc_by_chunk = {c.chunk_id: c.doc_id for c in chunks if c.doc_id}
     docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
     wanted = set(expected)
     return {at_k("recall_doc", k): len(wanted & set(docs[:k])) / len(wanted) for k in ks}
@@ -110,7 +108,7 @@ def compute_case(
     # must_contain, and a refusal can still leak a forbidden string.
     values.update(containment_metrics(case, trace.answer))
     echo = (trace.model_extra or {}).get("constraints_echo")
-    values.update(constraint_metrics(case, trace.answer, echo if isinstance(echo, list) else None)
+    values.update(constraint_metrics(case, trace.answer, list(echo) if isinstance(echo, (list, tuple)) else None)
                   if behavior == "answer" else {"constraint_integrity": None})
     leaks = acl_leaks(case, trace, corpus.chunks)
     values["acl_leak"] = None if leaks is None else float(bool(leaks))

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 import pyarrow as pa
@@ -43,12 +44,11 @@ class ConfigMetrics:
 class MetricsRun:
     configs: dict[str, ConfigMetrics]
     overall: dict[str, Summary]
-    _index: dict[tuple[str, str], CaseMetrics] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    @cached_property
+    def _index(self) -> dict[tuple[str, str], CaseMetrics]:
         # Selection looks up every (config, case): a dict, not a scan, keeps it linear in cases.
-        index = {(c.config_id, c.case_id): c for cfg in self.configs.values() for c in cfg.cases}
-        object.__setattr__(self, "_index", index)
+        return {(c.config_id, c.case_id): c for cfg in self.configs.values() for c in cfg.cases}
 
     def case(self, config_id: str, case_id: str) -> CaseMetrics | None:
         return self._index.get((config_id, case_id))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from groundjudge.contracts import Citation, CorpusChunk, GoldenCase, Offsets, Trace
-from groundjudge.load.items import chunk_ids, has_offsets
 
 
 def _rate(hits: int, total: int) -> float | None:
@@ -17,7 +16,7 @@ def context_metrics(case: GoldenCase, trace: Trace) -> dict[str, float | None]:
     if not relevant:
         # No relevance labels: nothing in the context can be right or wrong, so neither rate exists.
         return {"context_recall": None, "context_precision": None}
-    context = chunk_ids(trace.context_chunks)
+    context = [c.chunk_id for c in trace.context_chunks]
     in_context = set(context)
     return {
         "context_recall": _rate(len(relevant & in_context), len(relevant)),
@@ -56,15 +55,15 @@ def citation_metrics(
     ``citation_offset_accuracy`` also when no gold chunk (``must_cite``, else the relevant
     chunks) has a known span.
     """
-    retrieved = set(chunk_ids(trace.retrieved_chunks))
-    context = set(chunk_ids(trace.context_chunks))
-    cited_ids = chunk_ids(trace.citations)
+    retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+    context = {c.chunk_id for c in trace.context_chunks}
+    cited_ids = [c.chunk_id for c in trace.citations]
 
     def known(cid: str) -> bool:
         return cid in chunks if chunks else (cid in retrieved or cid in context)
 
     scoped = sum(1 for cid in cited_ids if known(cid) and cid in retrieved and cid in context)
-    with_offsets = [c for c in trace.citations if c.offsets is not None] if has_offsets(trace.citations) else []
+    with_offsets = [c for c in trace.citations if c.offsets is not None]
     gold_ids = list(case.must_cite) or list(case.relevant_chunk_ids)
     # Without a gold span to compare with (no must_cite, no relevant chunk, or none with offsets)
     # no citation can be judged accurate or not: None, not 0.0.

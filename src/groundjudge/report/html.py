@@ -15,7 +15,6 @@ import jinja2
 from markupsafe import Markup
 
 from groundjudge.load.dataset import Dataset
-from groundjudge.load.items import chunk_ids, chunk_scores
 from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.report import charts
@@ -90,10 +89,10 @@ def _case_views(doc: dict[str, Any], dataset: Dataset,
             continue
         claims = verdict.get("claims", [])
         ranking = ranking_of(trace)
-        scores = dict(zip(chunk_ids(trace.retrieved_chunks), chunk_scores(trace.retrieved_chunks), strict=True))
+        scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
         context_known = "context_chunks" not in trace.not_recorded
-        context_ids = list(chunk_ids(trace.context_chunks))
-        cited = list(chunk_ids(trace.citations))
+        context_ids = [c.chunk_id for c in trace.context_chunks]
+        cited = [c.chunk_id for c in trace.citations]
         failures = deterministic_failures(values)
         details = doc["per_config"][cfg]["case_details"][case_id]
         views.append({

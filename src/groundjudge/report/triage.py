@@ -24,7 +24,6 @@ from groundjudge.errors import InputError
 from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.dataset import Dataset
-from groundjudge.load.items import chunk_ids
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.judge_section import trust_lines
 from groundjudge.report.selective_section import abstention_text, queue_lines
@@ -48,7 +47,7 @@ def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str,
     case = dataset.cases[case_id]
     trace = dataset.trace(config_id, case_id)
     ranking = ranking_of(trace) if trace else []
-    context = set(chunk_ids(trace.context_chunks)) if trace else set()
+    context = {c.chunk_id for c in trace.context_chunks} if trace else set()
     gold = sorted(case.relevant_chunk_ids)
     retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
     context_known = trace is None or "context_chunks" not in trace.not_recorded
@@ -103,8 +102,8 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                 records.append({**base, "kind": UNSTABLE, "criteria": [u["criterion"] for u in unstable],
                                 "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
-            retrieved = None if "retrieved_chunks" in trace.not_recorded else set(chunk_ids(trace.retrieved_chunks))
-            context = None if "context_chunks" in trace.not_recorded else set(chunk_ids(trace.context_chunks))
+            retrieved = None if "retrieved_chunks" in trace.not_recorded else {c.chunk_id for c in trace.retrieved_chunks}
+            context = None if "context_chunks" in trace.not_recorded else {c.chunk_id for c in trace.context_chunks}
             for cit in trace.citations:
                 problem = None
                 if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:

@@ -56,7 +56,7 @@ from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.adapters.foreign import NativeTraces, native_trace
 from groundjudge.load.adapters.otlp_json import Span, read_spans
 from groundjudge.load.adapters.registry import ForeignRead, InputFormat
-from groundjudge.load.dataset import Corpus, compact_trace, load_golden
+from groundjudge.load.dataset import Corpus, load_golden
 
 __all__ = ["DEFAULT_CASE_ATTRIBUTE", "DEFAULT_CONFIG_ATTRIBUTE", "FORMAT", "FORMAT_NAME", "NO_GOLDEN",
            "claims_file", "looks_like", "read_traces", "to_native"]
@@ -428,7 +428,6 @@ def read_traces(golden: Path | None, trace_paths: Sequence[Path], corpus: Corpus
         trace = native_trace(data, root.file, root.line, problems)
         if trace is None:
             continue
-        compact_trace(trace, corpus.chunks)
         if gold is None:
             cases[case_id] = GoldenCase.model_validate({
                 "id": case_id, "question": question,
