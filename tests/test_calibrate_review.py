@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from groundjudge.calibrate.review import CAUSE_KEYS, STRICT, HumanSpan, classify, numbers_and_names
 from groundjudge.cli import main
-from groundjudge.judge.results import ClaimResult
+from groundjudge.judge.claim_result import ClaimResult
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 PASSAGE = "Full-time staff get 18 days of annual leave after three years. Leave requests go to the line manager."

@@ -71,7 +71,7 @@ def test_a_claim_judged_by_its_sampled_word_alone_keeps_that_word_and_leaves_the
     model was asked about keeps the base's verdict from the sampled word, never a support made up
     from its terms, and the answer's verdict follows that word with an unknown confidence."""
     from groundjudge.judge.alignment import Aligned, rescore_claims
-    from groundjudge.judge.results import ClaimResult
+    from groundjudge.judge.claim_result import ClaimResult
     from groundjudge.judge.rubric import Criterion
     from groundjudge.judge.scoring import criterion_values
 
@@ -89,7 +89,7 @@ def test_a_claim_judged_by_its_sampled_word_alone_keeps_that_word_and_leaves_the
     assert rescored[1].confidence is not None and rescored[1].confidence > 0.9  # not asked: the fitted reading
     values = criterion_values([faithful], claims=rescored, nuggets=[], has_expected_answer=False, aligned=aligned)
     assert values["faithful"].label is False and values["faithful"].confidence is None
-    said_yes = said_no.model_copy(update={"verdict": "supported", "klass": "uncited"})
+    said_yes = said_no.replaced(verdict="supported", klass="uncited")
     values = criterion_values([faithful], claims=rescore_claims(aligned, [said_yes, not_asked]), nuggets=[],
                               has_expected_answer=False, aligned=aligned)
     assert values["faithful"].label is True and values["faithful"].confidence is None

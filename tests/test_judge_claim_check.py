@@ -181,7 +181,7 @@ def test_claims_citations_and_nuggets_of_one_case(tmp_path: Path) -> None:
                                              "Requests go to the line manager."]
     first, second, third = case.claims
     assert (first.verdict, first.klass, first.confidence) == ("supported", "cited_support", pytest.approx(0.9))
-    assert first.cited_confidence == pytest.approx(0.9) and first.support == ["leave#1"]
+    assert first.cited_confidence == pytest.approx(0.9) and first.support == ("leave#1",)
     assert (second.verdict, second.klass, second.confidence) == ("contradicted", "contradicted", pytest.approx(0.1))
     assert (third.verdict, third.klass) == ("supported", "misattributed") and third.cited_confidence == pytest.approx(0.2)
     assert case.criteria["faithful"].label is False

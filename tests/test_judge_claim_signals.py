@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.claim_signals import FEATURES, claim_signals, is_name
-from groundjudge.judge.results import ClaimResult
 
 
 def claim(text: str, unfound: list[str] | None, p_yes: float | None = None, cited: list[str] | None = None) -> ClaimResult:

@@ -374,7 +374,7 @@ def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given(
     """Records the judge stage builds are validated as any record, and those given the same
     fields share one set of their names, which refuses every change; they still refuse a score
     without a judgement and dump as given, and a copy's set names what the update gave."""
-    from groundjudge.judge.results import ClaimResult
+    from groundjudge.judge.claim_result import ClaimResult
 
     claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
     made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim]) for n in range(2)]
@@ -382,8 +382,9 @@ def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given(
     assert made[0].model_fields_set is made[1].model_fields_set and made[0].model_fields_set == given
     with pytest.raises(TypeError, match="cannot change"):
         made[0].model_fields_set.add("raw")
-    other = ClaimResult.built(claim="x", cited=["c9"], verdict="supported", klass="cited_support")
-    assert other.model_fields_set is claim.model_fields_set
+    with pytest.raises(AttributeError):  # a claim is a frozen struct: nothing of it changes
+        claim.verdict = "unsupported"  # type: ignore[misc]
+    assert claim.cited == ("c1",) and made[0].claims[0] is claim
     assert CaseJudgement.model_validate(made[0].model_dump(by_alias=True)) == made[0]
     assert made[0].model_dump(exclude_unset=True).keys() == given
     with pytest.raises(ValueError, match="carries a reason and no scores"):

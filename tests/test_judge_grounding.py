@@ -85,11 +85,11 @@ def test_v2_asks_only_claims_with_unfound_terms_and_lowers_support_per_term(tmp_
         asked = [(statement(r.body), "contradict" in r.body["messages"][-1]["content"]) for r in srv.requests]
     assert case.status == "judged", case.reason
     first, second, third = case.claims
-    assert (first.unfound_terms, first.model_confidence, first.confidence) == ([], None, 1.0)
+    assert (first.unfound_terms, first.model_confidence, first.confidence) == ((), None, 1.0)
     assert first.verdict == "supported"
-    assert second.unfound_terms == ["30"] and second.model_confidence == pytest.approx(0.8)
+    assert second.unfound_terms == ("30",) and second.model_confidence == pytest.approx(0.8)
     assert second.confidence == pytest.approx(0.8 * 0.7) and second.verdict == "supported"
-    assert third.unfound_terms == ["cash", "bonus", "paid", "quarterly"]
+    assert third.unfound_terms == ("cash", "bonus", "paid", "quarterly")
     assert third.model_confidence == pytest.approx(0.9)
     assert third.confidence == pytest.approx(0.9 * 0.7 ** 4)  # 0.216 < 0.25
     assert third.verdict == "contradicted"  # the scripted judge says yes to its contradiction question
@@ -113,7 +113,7 @@ def test_v3_asks_only_where_the_answer_can_change_the_verdict_and_never_about_co
     assert (first.confidence, first.verdict) == (1.0, "supported")  # every term in the passages
     assert second.confidence == pytest.approx(0.8 * 0.7) and second.model_confidence == pytest.approx(0.8)
     # four unfound terms: 0.7^4 = 0.24 < 0.25 whatever the model says, so it is not asked
-    assert third.unfound_terms == ["cash", "bonus", "paid", "quarterly"] and third.model_confidence is None
+    assert third.unfound_terms == ("cash", "bonus", "paid", "quarterly") and third.model_confidence is None
     assert third.confidence == pytest.approx(0.7 ** 4) and third.verdict == "unsupported"
     assert asked == ["Part-time staff get 30 days."] and engine.totals.questions == 1
     # the same verdicts as v2, which asked three questions (the third claim and its contradiction)
@@ -182,7 +182,7 @@ def test_v4_asks_nothing_about_an_answer_its_unfound_terms_already_make_unfaithf
     # which v3 asks about) is left unchecked: no verdict and no probability, its terms still named
     assert (second.verdict, second.klass, second.confidence, second.model_confidence) == (
         "unchecked", "unchecked", None, None)
-    assert second.unfound_terms == ["30"]
+    assert second.unfound_terms == ("30",)
     assert third.verdict == "unsupported" and third.confidence == pytest.approx(0.7 ** 4)
     assert asked == 0 and engine.totals.questions == 0
     faithful = case.criteria["faithful"]
@@ -432,12 +432,12 @@ def test_v6_reuses_v4s_answers_and_asks_only_claims_whose_ask_decision_changed(t
         v4_asked = [statement(r.body) for r in srv.requests]
         (v6,), engine = run(srv, V6, [item(answer, expected=None)], cache)
         v6_asked = [statement(r.body) for r in srv.requests[len(v4_asked):]]
-    assert [c.unfound_terms for c in v4.claims] == [["yes", "always"], ["30"],
+    assert [list(c.unfound_terms or ()) for c in v4.claims] == [["yes", "always"], ["30"],
                                                    ["yes", "means", "always", "december"]]
     # the third claim decides v4's answer, so its other uncited claims are left unchecked
     assert [c.verdict for c in v4.claims] == ["unchecked", "unchecked", "unsupported"] and v4_asked == []
     assert v4.criteria["faithful"].label is False
-    assert [c.unfound_terms for c in v6.claims] == [[], ["30"], ["december"]]
+    assert [c.unfound_terms for c in v6.claims] == [(), ("30",), ("december",)]
     assert v6_asked == ["Part-time staff get 30 days.",
                         "Yes, this means part-time staff always get to go on leave in December."]
     assert engine.totals.questions == 2
@@ -461,11 +461,11 @@ def test_v6_passes_the_correct_vietnamese_answer_v4_flags(tmp_path: Path) -> Non
         (v4,), _ = run(srv, V4, [case], tmp_path / "v4")
         (v6,), _ = run(srv, V6, [case], tmp_path / "v6")
         asked = [statement(r.body) for r in srv.requests]
-    assert v4.claims[0].unfound_terms == ["bạn", "cần", "trong", "từ", "khi"]
+    assert v4.claims[0].unfound_terms == ("bạn", "cần", "trong", "từ", "khi")
     assert v4.claims[0].verdict == "unsupported" and v4.criteria["faithful"].label is False
-    assert v6.claims[0].unfound_terms == [] and v6.claims[0].verdict == "supported"
+    assert v6.claims[0].unfound_terms == () and v6.claims[0].verdict == "supported"
     # the penalty the passages never mention is still found out: one unfound term and the model's no
-    assert v6.claims[1].unfound_terms == ["phạt"] and v6.claims[1].verdict == "unsupported"
+    assert v6.claims[1].unfound_terms == ("phạt",) and v6.claims[1].verdict == "unsupported"
     assert v6.claims[1].confidence == pytest.approx(0.3 * 0.7)
     assert asked == ["Nếu không sẽ bị phạt."]  # v4 asked nothing: its first claim decided the answer
     assert v6.criteria["faithful"].label is False

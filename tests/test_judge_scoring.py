@@ -82,7 +82,7 @@ def test_centred_puts_the_rubric_threshold_at_one_half_and_keeps_the_order() -> 
 
 
 def test_unchecked_claims_count_in_no_share_nor_mean_and_leave_the_deciding_label() -> None:
-    from groundjudge.judge.results import ClaimResult
+    from groundjudge.judge.claim_result import ClaimResult
 
     faithful = Criterion(name="faithful", kind="binary", labels=[True, False], description="d",
                          metric="faithfulness", score="claim_support", threshold=0.25)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from groundjudge.errors import InputError
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.results import (
     CaseJudgement,
-    ClaimResult,
     ConfigJudgement,
     CriterionInfo,
     CriterionValue,

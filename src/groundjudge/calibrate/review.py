@@ -24,8 +24,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels, lookup
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.claims import split_claims
-from groundjudge.judge.results import ClaimResult, JudgeRun
+from groundjudge.judge.results import JudgeRun
 from groundjudge.load.records import read_records
 from groundjudge.metrics.behavior import BehaviorRules
 

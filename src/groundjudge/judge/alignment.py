@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from groundjudge.judge.claim_result import ClaimClass, ClaimResult, ClaimVerdict
 from groundjudge.judge.claim_signals import FEATURES, SIGNS, ClaimSignals, claim_signals
-from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict
 
 if TYPE_CHECKING:
     from groundjudge.judge.rubric import Criterion
@@ -150,7 +150,7 @@ def rescore_claims(aligned: Aligned, claims: Sequence[ClaimResult]) -> list[Clai
             klass = "contradicted" if claim.klass == "contradicted" else "unsupported"
         verdict: ClaimVerdict = "supported" if supported else ("contradicted" if klass == "contradicted"
                                                                 else "unsupported")
-        out.append(claim.model_copy(update={"confidence": support, "verdict": verdict, "klass": klass}))
+        out.append(claim.replaced(confidence=support, verdict=verdict, klass=klass))
     return out
 
 

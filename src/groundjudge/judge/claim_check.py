@@ -29,11 +29,12 @@ from typing import Any, Literal
 import orjson
 
 from groundjudge.judge.cache import canonical_json, canonical_strings
+from groundjudge.judge.claim_result import ClaimClass, ClaimResult, ClaimVerdict
 from groundjudge.judge.claims import Sentence, split_claims, split_nuggets
 from groundjudge.judge.grounding import Languages, TermIndex
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.render import neutralize
-from groundjudge.judge.results import ClaimClass, ClaimResult, ClaimVerdict, NuggetResult
+from groundjudge.judge.results import NuggetResult
 from groundjudge.judge.rubric import ClaimQuestions, Rubric
 from groundjudge.judge.verdict import VerdictError
 

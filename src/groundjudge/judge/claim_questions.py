@@ -23,10 +23,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from groundjudge.judge import claim_check
 from groundjudge.judge.alignment import rescore_claims
 from groundjudge.judge.cache import CachedReply
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.pending import NotSent, Pending, shared_values
-from groundjudge.judge.results import ClaimResult, CriterionValue, NuggetResult
+from groundjudge.judge.results import CriterionValue, NuggetResult
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError
 

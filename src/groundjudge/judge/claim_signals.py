@@ -12,8 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.grounding import terms
-from groundjudge.judge.results import ClaimResult
 
 # The order of the feature vector; an aligned rubric names its weights by these.
 FEATURES = ("asked", "p_yes_logit", "unfound", "unfound_numbers", "unfound_names", "found_share", "length", "cited")

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from groundjudge.judge.cache import CachedReply
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.pending import Pending, shared_values
 from groundjudge.judge.render import render_messages
-from groundjudge.judge.results import ClaimResult
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
 

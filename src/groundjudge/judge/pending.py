@@ -10,15 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.results import (
-    CaseJudgement,
-    ClaimResult,
-    CriterionValue,
-    NuggetResult,
-    Status,
-    Usage,
-)
+from groundjudge.judge.results import CaseJudgement, CriterionValue, NuggetResult, Status, Usage
 
 __all__ = ["NotSent", "Pending", "shared_values"]
 

@@ -14,13 +14,9 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 from pydantic.config import JsonDict
 
 from groundjudge.contracts import Frozen
+from groundjudge.judge.claim_result import ClaimResult
 
 Status = Literal["judged", "judge_error", "skipped"]
-# "unchecked": a claim the judge was not asked about because the answer's verdict was already
-# decided without it (claim_check grounding ``when_answer_open``); it has no probability.
-ClaimVerdict = Literal["supported", "partially_supported", "unsupported", "contradicted", "unchecked"]
-ClaimClass = Literal["cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted",
-                     "unchecked"]
 Label = bool | int
 
 
@@ -97,25 +93,6 @@ class MetricValue(_Frozen):
     def mean(values: Iterable[float | None]) -> MetricValue:
         kept = [v for v in values if v is not None]
         return MetricValue(value=sum(kept) / len(kept) if kept else None, n=len(kept))
-
-
-class ClaimResult(_Frozen):
-    """One claim of an answer and what the judge found about it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-    claim: str
-    cited: list[str] = Field(default_factory=list)
-    verdict: ClaimVerdict
-    support: list[str] = Field(default_factory=list)  # chunk ids that state it
-    klass: ClaimClass = Field(alias="class")
-    confidence: float | None = None  # P(supported) where the judge gives a probability
-    cited_confidence: float | None = None  # P(supported by what it cites)
-    start: int | None = None  # span in the answer, where the claim was split without a model
-    end: int | None = None
-    # With a rubric's grounding: the claim's terms the context never mentions, and the model's
-    # own P(yes) before they lowered it (None where the model was not asked).
-    unfound_terms: list[str] | None = None
-    model_confidence: float | None = None
 
 
 class NuggetResult(_Frozen):

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groundjudge.judge.alignment import Aligned, answer_support
-from groundjudge.judge.results import ClaimResult, CriterionValue, NuggetResult
+from groundjudge.judge.claim_result import ClaimResult
+from groundjudge.judge.results import CriterionValue, NuggetResult
 from groundjudge.judge.rubric import Criterion
 from groundjudge.judge.verdict import CORRECTNESS_WORDS, VerdictError
 

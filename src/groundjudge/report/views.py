@@ -16,6 +16,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from groundjudge.judge.claim_result import ClaimResult
+
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 # model class -> JSON name -> how to read it from an instance, in field order
 _READERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
@@ -64,6 +66,8 @@ def _json(value: Any) -> Any:
         return value
     if isinstance(value, BaseModel):
         return ModelView(value)
+    if isinstance(value, ClaimResult):  # the object report.json writes for it
+        return value.as_json()
     if isinstance(value, (list, tuple)):
         if not value or type(value[0]) in _PLAIN:  # a typed list: strings, or numbers, all of one kind
             return list(value)
