@@ -61,8 +61,12 @@ class ClaimResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     def as_json(self) -> dict[str, Any]:
         """The claim as report.json writes it: the class under ``"class"``, sequences as lists."""
-        return {key: list(value) if type(value) is tuple else value
-                for key, value in zip(_JSON_NAMES, msgspec.structs.astuple(self), strict=True)}
+        out: dict[str, Any] = msgspec.to_builtins(self)  # in field order, the class under "class"
+        for name in _SEQUENCES:
+            value = out[name]
+            if value is not None:
+                out[name] = list(value)
+        return out
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
@@ -89,8 +93,6 @@ class ClaimResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
             serialization=core_schema.plain_serializer_function_ser_schema(lambda claim: claim.as_json()))
 
-
-_JSON_NAMES = tuple(f.encode_name for f in msgspec.structs.fields(ClaimResult))
 
 
 def _validated_type(field: msgspec.structs.FieldInfo) -> Any:
