@@ -377,9 +377,22 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
                    batch_wait=batch_wait, profile=profile, otel_events=otel_events, phoenix=from_phoenix)
 
 
-def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | None, batch: bool = False,
-                   batch_wait: float = 0.0, profile: str | None = None, otel_events: Path | None = None,
-                   phoenix: str | None = None) -> None:
+def run_and_report(config: Any, out_dir: Path, **options: Any) -> None:
+    """A run and its reports, with Python's collector as it was afterwards, however it ends
+    (the run changes two of its settings once the inputs are loaded: ``_run_and_report``);
+    a caller that froze objects of its own keeps them frozen, and the run freezes nothing."""
+    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
+    try:
+        _run_and_report(config, out_dir, freeze=frozen_before == 0, **options)
+    finally:
+        if frozen_before == 0:
+            gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, junit: Path | None,
+                    batch: bool = False, batch_wait: float = 0.0, profile: str | None = None,
+                    otel_events: Path | None = None, phoenix: str | None = None) -> None:
     from groundjudge import api
     from groundjudge.judge.batch import BatchError
     from groundjudge.progress import JudgeProgress
@@ -393,7 +406,8 @@ def run_and_report(config: Any, out_dir: Path, *, quiet: bool, junit: Path | Non
     api.check_outputs(out_dir, junit, api.history_path(config, out_dir), otel_events)
     own = api.profile_report(config, profile) if profile else None
     # The inputs live as long as the run: the cyclic collector need not walk them again
-    gc.freeze()
+    if freeze:
+        gc.freeze()
     gc.set_threshold(100_000, 50, 1000)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:

@@ -43,18 +43,20 @@ def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
     """The read-only mapping equal to ``value`` that was made first: a run's traces state the
     same versions (or the same unrecorded fields) again and again, so each distinct mapping is
     held once. It cannot change, so sharing it is safe; a run with more distinct ones than
-    ``_SEEN_MAX`` gets its own for the rest."""
+    ``_HELD_MAX`` gets its own for the rest."""
     made = frozendict(value) if value else _EMPTY
     seen = _SEEN.get(made)
     if seen is not None:
         return seen
-    if len(_SEEN) < _SEEN_MAX:
+    if len(_SEEN) < _HELD_MAX:
         _SEEN[made] = made
     return made
 
 
+# how many distinct values a table of shared values keeps: input made to differ on every record
+# cannot grow one without bound (the records past it hold their own)
+_HELD_MAX = 4096
 _SEEN: dict[frozendict[str, str], frozendict[str, str]] = {}
-_SEEN_MAX = 4096
 # A mapping of strings most records of a run share (a trace's versions, what it did not record)
 SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
 
@@ -122,7 +124,7 @@ class GivenFields(set[str]):
     __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
 
 
-_GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record
+_GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record, by the names' frozenset
 
 
 def given_fields(names: set[str]) -> GivenFields:
@@ -130,7 +132,9 @@ def given_fields(names: set[str]) -> GivenFields:
     key = frozenset(names)
     shared = _GIVEN.get(key)
     if shared is None:
-        shared = _GIVEN[key] = GivenFields(names)
+        shared = GivenFields(names)
+        if len(_GIVEN) < _HELD_MAX:  # unknown fields named differently on every record: no table grows
+            _GIVEN[key] = shared
     return shared
 
 

@@ -94,7 +94,6 @@ class ClaimResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             serialization=core_schema.plain_serializer_function_ser_schema(lambda claim: claim.as_json()))
 
 
-
 def _validated_type(field: msgspec.structs.FieldInfo) -> Any:
     """The type a field's value is validated as: a sequence of strings from a JSON array."""
     return {"cited": list[str], "support": list[str], "unfound_terms": list[str] | None}.get(field.name, field.type)

@@ -144,14 +144,6 @@ class CaseJudgement(_Frozen):
             raise ValueError(f"a {self.status} case carries a reason and no scores")
         return self
 
-    @classmethod
-    def built(cls, **values: Any) -> Self:
-        """As :meth:`_Frozen.built`, and still never a score without a judgement."""
-        made = super().built(**values)
-        if made.status != "judged" and (made.criteria or made.claims or not made.reason):
-            raise ValueError(f"a {made.status} case carries a reason and no scores")
-        return made
-
     def label(self, criterion: str) -> Label | None:
         value = self.criteria.get(criterion)
         return None if value is None else value.label
