@@ -342,32 +342,28 @@ def test_a_run_with_a_process_pool_writes_the_same_bytes_as_one_process(run_dir,
     assert _history_rows(tmp_path / "alone.sqlite") == _history_rows(history)
 
 
-def test_the_report_dict_reads_its_verdicts_through_views_that_equal_the_full_dump(run_dir, tmp_path):
-    """as_json_dict leaves each verdict a view of the typed one: it reads as the dumped JSON
-    (key order included), and the document is written as the full dump would be."""
-    from collections.abc import Mapping
-
-    from groundjudge.files import write_json_atomic
-    from groundjudge.report.document import ReportDocument, as_json_dict
-    from groundjudge.report.views import ModelView
+def test_the_report_is_written_from_the_typed_document_as_its_full_dump_in_either_form(run_dir, tmp_path,
+                                                                                        monkeypatch):
+    """report.json is written from the typed document: indented, or compact a slice of cases at
+    a time; both read back as the document's full dump, key order included."""
+    from groundjudge.report import document
+    from groundjudge.report.document import ReportDocument, document_chunks, document_json, write_document
 
     text = (run_dir / "out" / "report.json").read_text()
     typed = ReportDocument.model_validate_json(text)
-    doc = as_json_dict(typed)
     full = typed.model_dump(mode="json", by_alias=True, exclude_none=False)
-    views = [case for section in doc["judge"]["per_config"].values() for case in section["cases"].values()]
-    assert views and all(isinstance(v, ModelView) for v in views)
-    for cfg, section in doc["judge"]["per_config"].items():
-        for case_id, view in section["cases"].items():
-            dumped = full["judge"]["per_config"][cfg]["cases"][case_id]
-            assert view == dumped and list(view) == list(dumped)
-            assert [dict(c) for c in view["claims"]] == dumped["claims"]
-            assert all(isinstance(c, Mapping) for c in view["claims"])
-            assert view.get("no such key", "absent") == "absent" and "status" in view
-    for indent in (2, None):
-        write_json_atomic(tmp_path / "again.json", doc, indent=indent)
-        again = json.loads((tmp_path / "again.json").read_text())
-        assert again == json.loads(text) and list(again["judge"]) == list(json.loads(text)["judge"])
+    assert full == json.loads(text) and document_json(typed) == full
+    assert json.dumps(document_json(typed)) == json.dumps(full)  # the same key order, all the way down
+    monkeypatch.setattr(document, "_SLICE", 1)  # a slice per case: every join between slices is written
+    pieces = list(document_chunks(typed))
+    cases = sum(len(s.cases) for s in typed.judge.per_config.values())
+    assert cases > 1 and len(pieces) > cases
+    assert json.dumps(json.loads(b"".join(pieces))) == json.dumps(full)
+    for compact in (False, True):
+        write_document(tmp_path / "again.json", typed, compact=compact)
+        again = (tmp_path / "again.json").read_text()
+        assert again.endswith("\n") and (again.count("\n") == 1) == compact
+        assert json.dumps(json.loads(again)) == json.dumps(full)
 
 
 def test_compare_shows_the_judge_beside_the_deterministic_metrics_and_can_fail_on_a_regression(run_dir, tmp_path):

@@ -458,7 +458,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.files import together, write_json_atomic, write_text_atomic
     from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
-    from groundjudge.report.document import as_json_dict
+    from groundjudge.report.document import document_json, write_document
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
     from groundjudge.report.judge_section import render_judge_markdown
@@ -470,7 +470,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
 
     typed = report_document(result)
     pending = history_record(result, typed, out_dir, history) if history is not None else None
-    doc = as_json_dict(typed)
+    doc = document_json(typed)
     text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
     text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc) + render_stability_markdown(doc)
     if profile is not None:
@@ -478,13 +478,13 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
         agreement = document_agreement(doc, profile.name, profile.report)
         if agreement is not None:
             text += "\n" + render_agreement_markdown(agreement)
-    pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
+    pairs = sum(len(section.per_case) for section in typed.per_config.values())
     try:
         with together():
             if profile is not None:
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-            write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+            write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
             write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
             write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
@@ -526,10 +526,10 @@ def compute_metrics(config: Config) -> dict[str, Any]:
         return trec_document(inputs.qrels, inputs.run, tuple(sorted(set(config.metrics.ks))))
     settings = metric_settings(config)
     from groundjudge.metrics.evaluate import evaluate_dataset
-    from groundjudge.report.document import as_json_dict, metrics_document
+    from groundjudge.report.document import document_json, metrics_document
 
     dataset = load_inputs(config)
-    return as_json_dict(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
+    return document_json(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
 
 
 def _profile_format(config: Config, name: str) -> None:

@@ -171,8 +171,6 @@ class MetricValues(Mapping[str, "float | None"]):
             out[name] = values[row] if valid is None or valid[row] else None
         return out
 
-    json_value = to_dict  # as report.json and metrics.json write it (``files``)
-
     def items(self) -> Any:
         return self.to_dict().items()
 
