@@ -384,7 +384,7 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
     return pending_record(document, out_dir, path, hashes=data_hashes(inputs.golden, inputs.traces, inputs.corpus),
                           not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
                           gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
-                          last=result.config.output.trend_runs)
+                          last=result.config.output.trend_runs, metrics=result.metrics)
 
 
 def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:

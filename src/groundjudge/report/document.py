@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
-from groundjudge.gate import GateReport
 from groundjudge.files import compact_json, write_chunks_atomic, write_json_atomic
+from groundjudge.gate import GateReport
 from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
@@ -262,7 +262,8 @@ def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
 
 
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
-    return _VERDICTS.dump_python(cases, mode="json", by_alias=True)
+    dumped: list[Any] = _VERDICTS.dump_python(cases, mode="json", by_alias=True)
+    return dumped
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:
