@@ -138,6 +138,8 @@ def test_abstained_items_reach_the_second_judge_and_trusted_ones_never_do(tmp_pa
     assert f"Escalation judge `large-judge`: {sent} item(s) sent, {calls[1]} HTTP requests" in text
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'aria-label="faithful: reliability' in html and 'aria-label="faithful: coverage vs agreement"' in html
+    items = selective.per_config[busy]["faithful"].items  # the items column shows the count
+    assert f"<tr><td>{busy}</td><td>faithful</td><td>{items}</td>" in html and "built-in method" not in html
 
 
 def test_a_killed_cascade_resumes_from_the_cache(tmp_path: Path) -> None:

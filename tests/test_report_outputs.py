@@ -54,9 +54,10 @@ def test_triage_files_written_in_one_pass_are_the_renderings_of_the_record_list(
     """The run writes both triage files a case at a time (``write_triage_files``): the bytes are
     those of the list-based renderers over every record."""
     from groundjudge import api
+    from groundjudge.report.document import ReportDocument
     from groundjudge.report.triage import jsonl_lines, triage_markdown_chunks, triage_records
 
-    doc = json.loads((run_dir / "out" / "report.json").read_text(encoding="utf-8"))
+    doc = ReportDocument.model_validate_json((run_dir / "out" / "report.json").read_text(encoding="utf-8"))
     records = triage_records(api.load_inputs(api.resolve_config(EXAMPLE)), doc)
     assert len(records) > 10 and {"invalid_citation", "unsupported_claim"} <= {r["kind"] for r in records}
     assert (run_dir / "out" / "triage.jsonl").read_bytes() == b"".join(jsonl_lines(records))
@@ -409,17 +410,18 @@ def test_triage_lists_only_what_the_trace_recorded_shows(tmp_path):
     never retrieved is still listed: the trace records what was retrieved."""
     from groundjudge.load.adapters import load_any
     from groundjudge.report.triage import render_triage_markdown, triage_records
+    from tests.support.reports import report_of
     from tests.test_metrics_unrecorded import KB_GOLDEN, KB_RESULTS, WFGY_GOLD, WFGY_TRACE
 
     (tmp_path / "kb.jsonl").write_text(KB_GOLDEN)
     (tmp_path / "run-a.jsonl").write_text(KB_RESULTS)
     kb, _ = load_any(tmp_path / "kb.jsonl", [tmp_path / "run-a.jsonl"])
-    assert triage_records(kb, {"configs": ["run-a"]}) == []
+    assert triage_records(kb, report_of(["run-a"])) == []
     (tmp_path / "gold.jsonl").write_text(WFGY_GOLD)
     unretrieved = WFGY_TRACE.replace('"citations":["pB#1"]}', '"citations":["pB#9"]}')
     (tmp_path / "trace.jsonl").write_text(unretrieved)
     wfgy, _ = load_any(tmp_path / "gold.jsonl", [tmp_path / "trace.jsonl"])
-    [record] = triage_records(wfgy, {"configs": ["trace"]})
+    [record] = triage_records(wfgy, report_of(["trace"]))
     assert (record["case_id"], record["problem"]) == ("A0003", "cited chunk was not retrieved")
     assert record["retrieval"] == {"gold_chunks": [{"chunk_id": "pB#1", "grade": 3, "rank": 1, "in_context": None}],
                                    "gold_retrieved": True, "gold_in_context": None}

@@ -9,8 +9,10 @@ from groundjudge.calibrate.cascade import cutoffs_for, decide
 from groundjudge.calibrate.trust import TrustRules
 from groundjudge.gate import evaluate_gates
 from groundjudge.report.charts import coverage_curve, reliability_diagram
+from groundjudge.report.document import ReportDocument
 from groundjudge.report.selective_section import queue_lines, render_selective_markdown
 from groundjudge.report.triage import render_triage_markdown
+from tests.support.reports import report_of
 from tests.test_calibrate_cascade import FIRST, FIRST_RUN, GATES, HUMANS, record
 from tests.test_gate import metrics
 
@@ -28,6 +30,14 @@ def document() -> dict:
             "calibration": {"path": rec["_path"], "primary_rater": "alice", "criteria": criteria}}
 
 
+def typed_document() -> ReportDocument:
+    """``document()``'s judge and gates as the typed report the run renders triage from."""
+    rec = record()
+    trust = decide(FIRST_RUN, cutoffs_for(FIRST, [rec]), humans=HUMANS)
+    gates = evaluate_gates(metrics(), FIRST_RUN, GATES, TrustRules(min_coverage=0.8), [rec], trust)
+    return report_of(list(FIRST_RUN.per_config), judge=FIRST_RUN, gates=gates)
+
+
 def test_report_md_states_sources_level_old_rule_queue_and_figures() -> None:
     doc = document()
     text = render_selective_markdown(doc)
@@ -39,7 +49,7 @@ def test_report_md_states_sources_level_old_rule_queue_and_figures() -> None:
     assert "### Human queue (3 item(s))" in text and "- `q7` (cand): faithful" in text
     assert "#### `faithful`: calibration figures" in text and "Expected calibration error" in text
     assert "| 0.61 | 80 | 0.800 | 1.000 |" in text and "| 0.6 | 100 | 1.000 | 0.900 |" in text
-    triage = render_triage_markdown([], doc)
+    triage = render_triage_markdown([], typed_document())
     assert "### Human queue (3 item(s))" in triage
     assert render_selective_markdown({"gates": {"selective": None}}) == "" and queue_lines({"gates": {}}) == []
 

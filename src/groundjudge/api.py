@@ -487,8 +487,8 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
             write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
             write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
-            write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
-            write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset,
+            write_triage_files(result.dataset, typed, out_dir / "triage.jsonl", out_dir / "triage.md")
+            write_text_atomic(out_dir / "report.html", render_html(typed, result.dataset,
                                                                    pending.trend if pending else None))
             if junit is not None:
                 write_text_atomic(Path(junit), junit_xml(doc))

@@ -5,35 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundjudge.calibrate.stability import StabilityCheck, UnstableVerdict
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number
 
 UNSTABLE_SHOWN = 50
 
 
-def unstable_by_case(doc: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(config id, case id) -> its unstable verdicts (report.json ``stability.unstable``)."""
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for u in (doc.get("stability") or {}).get("unstable") or []:
-        out.setdefault((u["config_id"], u["case_id"]), []).append(u)
+def unstable_by_case(stability: StabilityCheck | None) -> dict[tuple[str, str], list[UnstableVerdict]]:
+    """(config id, case id) -> its unstable verdicts (the run's stability check, report.json
+    ``stability.unstable``); {} without a check."""
+    out: dict[tuple[str, str], list[UnstableVerdict]] = {}
+    for u in stability.unstable if stability is not None else ():
+        out.setdefault((u.config_id, u.case_id), []).append(u)
     return out
 
 
-def unstable_text(u: dict[str, Any]) -> str:
+def unstable_text(u: UnstableVerdict) -> str:
     """Plain text (triage.jsonl's ``why``, the HTML): Markdown makes it inert where it is shown."""
-    return (f"{u['criterion']}: support {u['support']:.3f} inside the noise band [{u['low']:.3f}, {u['high']:.3f}): "
+    return (f"{u.criterion}: support {u.support:.3f} inside the noise band [{u.low:.3f}, {u.high:.3f}): "
             "asked again, this verdict could come out the other way")
 
 
-def stability_note(doc: dict[str, Any]) -> str | None:
+def stability_note(stability: StabilityCheck | None) -> str | None:
     """One line on what the stability check found, for report and triage headers; None when the
     rubric has nothing to check."""
-    stability = doc.get("stability")
-    if not stability:
+    if stability is None:
         return None
-    if stability["status"] == "no_figures":
-        return f"**Stability unknown**: {stability['reason']}."
-    return f"**Stability**: {stability['reason']} (marked unstable; selective trust never trusts them)."
+    if stability.status == "no_figures":
+        return f"**Stability unknown**: {stability.reason}."
+    return f"**Stability**: {stability.reason} (marked unstable; selective trust never trusts them)."
 
 
 def render_stability_markdown(doc: dict[str, Any]) -> str:
