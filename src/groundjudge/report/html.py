@@ -132,7 +132,7 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
     if len(configs) >= 2:
         a, b = configs[0], configs[-1]
         deltas = []
-        for m in headline_metrics(doc):
+        for m in _headline_metrics(doc):
             va = (doc["per_config"][a]["aggregate"].get(m) or {}).get("value")
             vb = (doc["per_config"][b]["aggregate"].get(m) or {}).get("value")
             if va is not None and vb is not None and abs(va) <= 1 and abs(vb) <= 1:
@@ -160,6 +160,16 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
                     f"{criterion}: coverage vs agreement", fit["curve"], fit["n"], target=fit["target_agreement"],
                     cutoff=fit["cutoff"]))
     return out
+
+
+def _headline_metrics(doc: dict[str, Any]) -> list[str]:
+    """``markdown.headline_metrics`` of report.json's content: it takes the typed document, of
+    which it reads each config's aggregate metric names only (the rest is left out)."""
+    from groundjudge.report.document import ConfigMetrics, MetricsDocument
+
+    aggregates = {cfg: ConfigMetrics.model_construct(aggregate=section["aggregate"])  # type: ignore[call-arg]
+                  for cfg, section in doc["per_config"].items()}
+    return headline_metrics(MetricsDocument.model_construct(per_config=aggregates))  # type: ignore[call-arg]
 
 
 def _trust_note(doc: dict[str, Any]) -> Markup:
@@ -220,7 +230,7 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
     cases = _case_views(doc, dataset, shown)
     criteria = doc.get("judge", {}).get("criteria", [])
     return template.render(
-        doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        doc=doc, configs=doc["configs"], metrics=_headline_metrics(doc), charts=_charts(doc), cases=cases,
         trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0]["metric"] if criteria else None,

@@ -282,7 +282,10 @@ def write_triage_files(dataset: Dataset, doc: dict[str, Any], jsonl_path: Path, 
 def _markdown_header(found: int, waiting: int, doc: dict[str, Any] | None, *, unstable: int = 0) -> str:
     out = ["# Triage", ""]
     if doc is not None:
-        out += trust_lines(doc) + queue_lines(doc)
+        from groundjudge.gate import GateReport
+
+        gates = GateReport.model_validate(doc["gates"])  # what trust_lines and queue_lines take, typed
+        out += trust_lines(gates.trust) + queue_lines(gates.selective)
         note = stability_note(doc)
         out += [note, ""] if note else []
     out += [f"{found - waiting - unstable} finding(s): unsupported or contradicted claims, misattributed and "
