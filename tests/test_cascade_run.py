@@ -130,8 +130,8 @@ def test_abstained_items_reach_the_second_judge_and_trusted_ones_never_do(tmp_pa
     assert gate.all_or_nothing and "advisory: untrusted: kappa" in gate.all_or_nothing  # the old rule: no gate
 
     out = gj.write_run_reports(result, tmp_path / "out")
-    assert out["escalation"]["identity"]["model"] == "large-judge"
-    assert out["gates"]["selective"]["per_config"][busy]["faithful"]["counts"]["escalated"] >= 1
+    assert out.escalation.identity.model == "large-judge"
+    assert out.gates.selective.per_config[busy]["faithful"].counts["escalated"] >= 1
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Selective trust" in text and "`large-judge` (escalation)" in text and "calibration figures" in text
     sent = len(by_source["escalated"])

@@ -144,7 +144,7 @@ def _charts(doc: ReportDocument) -> dict[str, Markup]:
     if len(configs) >= 2:
         a, b = configs[0], configs[-1]
         deltas = []
-        for m in _headline_metrics(doc):
+        for m in headline_metrics(doc):
             va = _value(doc.per_config[a].aggregate, m)
             vb = _value(doc.per_config[b].aggregate, m)
             if va is not None and vb is not None and abs(va) <= 1 and abs(vb) <= 1:
@@ -173,13 +173,6 @@ def _charts(doc: ReportDocument) -> dict[str, Markup]:
                     f"{criterion}: coverage vs agreement", fit["curve"], fit["n"], target=fit["target_agreement"],
                     cutoff=fit["cutoff"]))
     return out
-
-
-def _headline_metrics(doc: ReportDocument) -> list[str]:
-    """``markdown.headline_metrics`` of the report: it reads report.json's shape, of which only
-    each config's aggregate metric names matter."""
-    return headline_metrics({"per_config": {cfg: {"aggregate": section.aggregate}
-                                            for cfg, section in doc.per_config.items()}})
 
 
 def _trust_note(doc: ReportDocument) -> Markup:
@@ -241,7 +234,7 @@ def render_html(doc: ReportDocument, dataset: Dataset, trend: dict[str, Any] | N
     cases = _case_views(doc, dataset, shown)
     criteria = doc.judge.criteria
     return template.render(
-        doc=doc, configs=doc.configs, metrics=_headline_metrics(doc), charts=_charts(doc), cases=cases,
+        doc=doc, configs=doc.configs, metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
         trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0].metric if criteria else None,

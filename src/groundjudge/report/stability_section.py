@@ -3,8 +3,6 @@ inside it (unstable), or that this judge has no stability figures (``calibrate/s
 
 from __future__ import annotations
 
-from typing import Any
-
 from groundjudge.calibrate.stability import StabilityCheck, UnstableVerdict
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number
@@ -37,34 +35,34 @@ def stability_note(stability: StabilityCheck | None) -> str | None:
     return f"**Stability**: {stability.reason} (marked unstable; selective trust never trusts them)."
 
 
-def render_stability_markdown(doc: dict[str, Any]) -> str:
-    """The report.md section, or "" when the rubric has no verdict a band applies to."""
-    stability = doc.get("stability")
-    if not stability:
+def render_stability_markdown(stability: StabilityCheck | None) -> str:
+    """The report.md section of the run's stability check, or "" when the rubric has no verdict
+    a band applies to (``stability`` None)."""
+    if stability is None:
         return ""
     out = ["## Stability", ""]
-    if stability["status"] == "no_figures":
-        return "\n".join([*out, markdown(stability["reason"]) + ".", "", ""])
+    if stability.status == "no_figures":
+        return "\n".join([*out, markdown(stability.reason) + ".", "", ""])
     out += [("A verdict is unstable when its support lies inside its criterion's noise band [cut - w, cut + w), "
             "w being the largest support spread measured by re-asking the same questions "
-            f"(record {markdown_code((stability.get('record') or '').split('/')[-1])}): asked again, it could come "
+            f"(record {markdown_code((stability.record or '').split('/')[-1])}): asked again, it could come "
             "out the other way. Selective trust never trusts an unstable verdict."), "",
-            markdown(stability["reason"]) + ".", "",
+            markdown(stability.reason) + ".", "",
             "| criterion | cut | noise band | questions re-asked | asks each | flip rate | verdicts checked | unstable |",
             "|---|---|---|---|---|---|---|---|"]
     counts: dict[str, int] = {}
-    for u in stability["unstable"]:
-        counts[u["criterion"]] = counts.get(u["criterion"], 0) + 1
-    for name, band in stability["bands"].items():
-        out.append(f"| {markdown(name)} | {band['cut']:g} | [{number(band['low'], 3)}, {number(band['high'], 3)}) | "
-                   f"{band['questions']} | {band['repeats']} | {number(band['flip_rate'], 3)} | "
-                   f"{stability['checked'].get(name, 0)} | {counts.get(name, 0)} |")
-    if stability["unstable"]:
+    for u in stability.unstable:
+        counts[u.criterion] = counts.get(u.criterion, 0) + 1
+    for name, band in stability.bands.items():
+        out.append(f"| {markdown(name)} | {band.cut:g} | [{number(band.low, 3)}, {number(band.high, 3)}) | "
+                   f"{band.questions} | {band.repeats} | {number(band.flip_rate, 3)} | "
+                   f"{stability.checked.get(name, 0)} | {counts.get(name, 0)} |")
+    if stability.unstable:
         out += ["", "Unstable verdicts:", ""]
-        out += [f"- {markdown_code(u['case_id'])} ({markdown(u['config_id'])}): {markdown(u['criterion'])} "
-                f"{markdown(str(u['label']).lower())}, support {u['support']:.3f}"
-                for u in stability["unstable"][:UNSTABLE_SHOWN]]
-        if len(stability["unstable"]) > UNSTABLE_SHOWN:
-            out.append(f"- … and {len(stability['unstable']) - UNSTABLE_SHOWN} more in report.json "
+        out += [f"- {markdown_code(u.case_id)} ({markdown(u.config_id)}): {markdown(u.criterion)} "
+                f"{markdown(str(u.label).lower())}, support {u.support:.3f}"
+                for u in stability.unstable[:UNSTABLE_SHOWN]]
+        if len(stability.unstable) > UNSTABLE_SHOWN:
+            out.append(f"- … and {len(stability.unstable) - UNSTABLE_SHOWN} more in report.json "
                        "(`stability.unstable`) and triage.jsonl")
     return "\n".join([*out, "", ""])

@@ -287,8 +287,7 @@ def write_triage_files(dataset: Dataset, doc: ReportDocument, jsonl_path: Path, 
 def _markdown_header(found: int, waiting: int, doc: ReportDocument | None, *, unstable: int = 0) -> str:
     out = ["# Triage", ""]
     if doc is not None:
-        sections = _gates_json(doc)
-        out += trust_lines(sections) + queue_lines(sections)
+        out += trust_lines(doc.gates.trust) + queue_lines(doc.gates.selective)
         note = stability_note(doc.stability)
         out += [note, ""] if note else []
     out += [f"{found - waiting - unstable} finding(s): unsupported or contradicted claims, misattributed and "
@@ -297,15 +296,6 @@ def _markdown_header(found: int, waiting: int, doc: ReportDocument | None, *, un
             + (f" {waiting} item(s) await a person's label (the human queue)." if waiting else "")
             + (f" {unstable} case(s) have an unstable verdict (inside its noise band)." if unstable else ""), ""]
     return "\n".join(out)
-
-
-def _gates_json(doc: ReportDocument) -> dict[str, Any]:
-    """What ``trust_lines`` and ``queue_lines`` read of the report, in its JSON shape (they take
-    report.json's dict): the gates' trust and the human queue, dumped once per run."""
-    selective = doc.gates.selective
-    return {"gates": {"trust": {m: t.model_dump(mode="json") for m, t in doc.gates.trust.items()},
-                      "selective": None if selective is None else
-                      {"queue": [q.model_dump(mode="json") for q in selective.queue]}}}
 
 
 def _case_markdown(items: list[dict[str, Any]]) -> str:
