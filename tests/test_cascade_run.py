@@ -130,14 +130,16 @@ def test_abstained_items_reach_the_second_judge_and_trusted_ones_never_do(tmp_pa
     assert gate.all_or_nothing and "advisory: untrusted: kappa" in gate.all_or_nothing  # the old rule: no gate
 
     out = gj.write_run_reports(result, tmp_path / "out")
-    assert out["escalation"]["identity"]["model"] == "large-judge"
-    assert out["gates"]["selective"]["per_config"][busy]["faithful"]["counts"]["escalated"] >= 1
+    assert out.escalation.identity.model == "large-judge"
+    assert out.gates.selective.per_config[busy]["faithful"].counts["escalated"] >= 1
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Selective trust" in text and "`large-judge` (escalation)" in text and "calibration figures" in text
     sent = len(by_source["escalated"])
     assert f"Escalation judge `large-judge`: {sent} item(s) sent, {calls[1]} HTTP requests" in text
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'aria-label="faithful: reliability' in html and 'aria-label="faithful: coverage vs agreement"' in html
+    items = selective.per_config[busy]["faithful"].items  # the items column shows the count
+    assert f"<tr><td>{busy}</td><td>faithful</td><td>{items}</td>" in html and "built-in method" not in html
 
 
 def test_a_killed_cascade_resumes_from_the_cache(tmp_path: Path) -> None:

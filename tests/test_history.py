@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -286,6 +287,38 @@ def test_pack_report_packs_what_pack_of_the_copied_values_packs():
     doc = NS(per_config={"cfg": NS(per_case=rows), "other": NS(per_case={"a": {"recall@5": 0.75}})},
              judge=NS(per_config={"cfg": NS(cases=cases)}, criteria=criteria))
     assert pack_report(doc) == pack(per_case_values(doc))  # type: ignore[arg-type]
+
+
+def test_pack_report_reads_a_runs_metric_columns_from_its_tables_as_it_reads_the_rows():
+    """With the run's metrics, pack_report reads each metric column from the config's Arrow
+    table: the same blobs as row by row, where a batch held two configs (a column of the other
+    config's metric is all null here and makes no column) and a value is NaN, null or absent."""
+    from types import SimpleNamespace as NS
+
+    from groundjudge.history import summary
+    from groundjudge.history.summary import pack_report, per_case_values
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
+    from groundjudge.metrics.table import as_batch, concat, views
+
+    rows = [CaseMetrics("a", "one", {"x": 1.0, "shared": None}, None, [], []),
+            CaseMetrics("b", "one", {"x": math.nan}, None, [], []),
+            CaseMetrics("a", "two", {"y": 0.5, "shared": 2.0}, None, [], [])]
+    batch, facts = as_batch(rows)  # one batch over both configs, as a run scores them
+    configs = {}
+    for cfg, start, size in (("one", 0, 2), ("two", 2, 1)):
+        table = concat([batch.slice(start, size)])
+        read = views(table, facts[start:start + size])
+        configs[cfg] = ConfigMetrics(cfg, [CaseMetrics(r.case_id, cfg, v, None, [], [])
+                                           for r, v in zip(rows[start:start + size], read, strict=True)], {}, {},
+                                     table)  # type: ignore[arg-type]
+    run = MetricsRun(configs, {})
+    doc = NS(per_config={cfg: NS(per_case={c.case_id: c.values for c in m.cases}) for cfg, m in configs.items()},
+             judge=NS(per_config={}, criteria=[]))
+    assert all(summary._rows_of(m, {c.case_id: c.values for c in m.cases}) for m in configs.values())
+    packed = pack_report(doc, run)  # type: ignore[arg-type]
+    assert packed == pack_report(doc) == pack(per_case_values(doc))  # type: ignore[arg-type]
+    assert sorted(packed["one"][1]) == ["shared", "x"] and sorted(packed["two"][1]) == ["shared", "y"]
 
 
 def test_a_trace_input_naming_one_run_of_a_database_is_hashed_with_its_run(tmp_path):

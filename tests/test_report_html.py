@@ -119,13 +119,15 @@ def test_example_report_renders_with_no_console_errors_and_a_screenshot(example_
 
 
 def test_claims_are_highlighted_at_their_spans_with_their_support():
+    from groundjudge.judge.claim_result import ClaimResult
     from groundjudge.report.html import highlight
 
     answer = "Staff get 18 days. Part-timers get 30 days [c#2]. Hope this helps!"
-    claims = [{"claim": "Staff get 18 days.", "verdict": "supported", "confidence": 0.91, "start": 0, "end": 18},
-              {"claim": "Part-timers get 30 days.", "verdict": "unsupported", "confidence": 0.12, "start": 19,
-               "end": 49},
-              {"claim": "hope this helps", "verdict": "supported"}]  # no span: found by text
+    claims = [ClaimResult.built(claim="Staff get 18 days.", verdict="supported", klass="uncited", confidence=0.91,
+                                start=0, end=18),
+              ClaimResult.built(claim="Part-timers get 30 days.", verdict="unsupported", klass="unsupported",
+                                confidence=0.12, start=19, end=49),
+              ClaimResult.built(claim="hope this helps", verdict="supported", klass="uncited")]  # no span: found by text
     segments = highlight(answer, claims)
     marked = [(text, cls, tip) for text, cls, tip in segments if cls]
     assert marked == [("Staff get 18 days.", "ok", "supported, support 0.91"),
@@ -135,13 +137,14 @@ def test_claims_are_highlighted_at_their_spans_with_their_support():
 
 
 def test_an_unchecked_claim_is_marked_apart_and_says_why():
+    from groundjudge.judge.claim_result import ClaimResult
     from groundjudge.report.html import highlight
 
     answer = "Staff get 30 days. A cash bonus is paid quarterly."
-    claims = [{"claim": "Staff get 30 days.", "verdict": "unchecked", "confidence": None, "start": 0, "end": 18,
-               "unfound_terms": ["30"]},
-              {"claim": "A cash bonus is paid quarterly.", "verdict": "unsupported", "confidence": 0.24, "start": 19,
-               "end": 50, "unfound_terms": ["cash", "bonus", "paid", "quarterly"]}]
+    claims = [ClaimResult.built(claim="Staff get 30 days.", verdict="unchecked", klass="unchecked", confidence=None,
+                                start=0, end=18, unfound_terms=["30"]),
+              ClaimResult.built(claim="A cash bonus is paid quarterly.", verdict="unsupported", klass="unsupported",
+                                confidence=0.24, start=19, end=50, unfound_terms=["cash", "bonus", "paid", "quarterly"])]
     marked = [(text, cls, tip) for text, cls, tip in highlight(answer, claims) if cls]
     assert marked == [
         ("Staff get 30 days.", "unchecked",
@@ -153,8 +156,9 @@ def test_an_unchecked_claim_is_marked_apart_and_says_why():
 def test_large_runs_keep_drill_downs_for_failed_cases_only(example_html, monkeypatch):
     from groundjudge import api
     from groundjudge.report import html
+    from groundjudge.report.document import ReportDocument
 
-    doc = json.loads((example_html.parent / "report.json").read_text())
+    doc = ReportDocument.model_validate_json((example_html.parent / "report.json").read_text())
     dataset = api.load_inputs(api.resolve_config(EXAMPLE))
     pairs = list(html._pairs(doc))
     failing = [p for p in pairs if p[4]]

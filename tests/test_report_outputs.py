@@ -54,9 +54,10 @@ def test_triage_files_written_in_one_pass_are_the_renderings_of_the_record_list(
     """The run writes both triage files a case at a time (``write_triage_files``): the bytes are
     those of the list-based renderers over every record."""
     from groundjudge import api
+    from groundjudge.report.document import ReportDocument
     from groundjudge.report.triage import jsonl_lines, triage_markdown_chunks, triage_records
 
-    doc = json.loads((run_dir / "out" / "report.json").read_text(encoding="utf-8"))
+    doc = ReportDocument.model_validate_json((run_dir / "out" / "report.json").read_text(encoding="utf-8"))
     records = triage_records(api.load_inputs(api.resolve_config(EXAMPLE)), doc)
     assert len(records) > 10 and {"invalid_citation", "unsupported_claim"} <= {r["kind"] for r in records}
     assert (run_dir / "out" / "triage.jsonl").read_bytes() == b"".join(jsonl_lines(records))
@@ -342,32 +343,28 @@ def test_a_run_with_a_process_pool_writes_the_same_bytes_as_one_process(run_dir,
     assert _history_rows(tmp_path / "alone.sqlite") == _history_rows(history)
 
 
-def test_the_report_dict_reads_its_verdicts_through_views_that_equal_the_full_dump(run_dir, tmp_path):
-    """as_json_dict leaves each verdict a view of the typed one: it reads as the dumped JSON
-    (key order included), and the document is written as the full dump would be."""
-    from collections.abc import Mapping
-
-    from groundjudge.files import write_json_atomic
-    from groundjudge.report.document import ReportDocument, as_json_dict
-    from groundjudge.report.views import ModelView
+def test_the_report_is_written_from_the_typed_document_as_its_full_dump_in_either_form(run_dir, tmp_path,
+                                                                                        monkeypatch):
+    """report.json is written from the typed document: indented, or compact a slice of cases at
+    a time; both read back as the document's full dump, key order included."""
+    from groundjudge.report import document
+    from groundjudge.report.document import ReportDocument, document_chunks, document_json, write_document
 
     text = (run_dir / "out" / "report.json").read_text()
     typed = ReportDocument.model_validate_json(text)
-    doc = as_json_dict(typed)
     full = typed.model_dump(mode="json", by_alias=True, exclude_none=False)
-    views = [case for section in doc["judge"]["per_config"].values() for case in section["cases"].values()]
-    assert views and all(isinstance(v, ModelView) for v in views)
-    for cfg, section in doc["judge"]["per_config"].items():
-        for case_id, view in section["cases"].items():
-            dumped = full["judge"]["per_config"][cfg]["cases"][case_id]
-            assert view == dumped and list(view) == list(dumped)
-            assert [dict(c) for c in view["claims"]] == dumped["claims"]
-            assert all(isinstance(c, Mapping) for c in view["claims"])
-            assert view.get("no such key", "absent") == "absent" and "status" in view
-    for indent in (2, None):
-        write_json_atomic(tmp_path / "again.json", doc, indent=indent)
-        again = json.loads((tmp_path / "again.json").read_text())
-        assert again == json.loads(text) and list(again["judge"]) == list(json.loads(text)["judge"])
+    assert full == json.loads(text) and document_json(typed) == full
+    assert json.dumps(document_json(typed)) == json.dumps(full)  # the same key order, all the way down
+    monkeypatch.setattr(document, "_SLICE", 1)  # a slice per case: every join between slices is written
+    pieces = list(document_chunks(typed))
+    cases = sum(len(s.cases) for s in typed.judge.per_config.values())
+    assert cases > 1 and len(pieces) > cases
+    assert json.dumps(json.loads(b"".join(pieces))) == json.dumps(full)
+    for compact in (False, True):
+        write_document(tmp_path / "again.json", typed, compact=compact)
+        again = (tmp_path / "again.json").read_text()
+        assert again.endswith("\n") and (again.count("\n") == 1) == compact
+        assert json.dumps(json.loads(again)) == json.dumps(full)
 
 
 def test_compare_shows_the_judge_beside_the_deterministic_metrics_and_can_fail_on_a_regression(run_dir, tmp_path):
@@ -413,17 +410,18 @@ def test_triage_lists_only_what_the_trace_recorded_shows(tmp_path):
     never retrieved is still listed: the trace records what was retrieved."""
     from groundjudge.load.adapters import load_any
     from groundjudge.report.triage import render_triage_markdown, triage_records
+    from tests.support.reports import report_of
     from tests.test_metrics_unrecorded import KB_GOLDEN, KB_RESULTS, WFGY_GOLD, WFGY_TRACE
 
     (tmp_path / "kb.jsonl").write_text(KB_GOLDEN)
     (tmp_path / "run-a.jsonl").write_text(KB_RESULTS)
     kb, _ = load_any(tmp_path / "kb.jsonl", [tmp_path / "run-a.jsonl"])
-    assert triage_records(kb, {"configs": ["run-a"]}) == []
+    assert triage_records(kb, report_of(["run-a"])) == []
     (tmp_path / "gold.jsonl").write_text(WFGY_GOLD)
     unretrieved = WFGY_TRACE.replace('"citations":["pB#1"]}', '"citations":["pB#9"]}')
     (tmp_path / "trace.jsonl").write_text(unretrieved)
     wfgy, _ = load_any(tmp_path / "gold.jsonl", [tmp_path / "trace.jsonl"])
-    [record] = triage_records(wfgy, {"configs": ["trace"]})
+    [record] = triage_records(wfgy, report_of(["trace"]))
     assert (record["case_id"], record["problem"]) == ("A0003", "cited chunk was not retrieved")
     assert record["retrieval"] == {"gold_chunks": [{"chunk_id": "pB#1", "grade": 3, "rank": 1, "in_context": None}],
                                    "gold_retrieved": True, "gold_in_context": None}

@@ -7,8 +7,18 @@ import xml.etree.ElementTree as ET
 
 from groundjudge.calibrate.cascade import cutoffs_for, decide
 from groundjudge.calibrate.trust import TrustRules
-from groundjudge.gate import evaluate_gates
+from groundjudge.gate import GateReport, evaluate_gates
+from groundjudge.judge.results import JudgeRun
+from groundjudge.provenance import provenance
 from groundjudge.report.charts import coverage_curve, reliability_diagram
+from groundjudge.report.document import (
+    Accounting,
+    CalibrationSummary,
+    CriterionAgreement,
+    MetricsSettings,
+    Provenance,
+    ReportDocument,
+)
 from groundjudge.report.selective_section import queue_lines, render_selective_markdown
 from groundjudge.report.triage import render_triage_markdown
 from tests.test_calibrate_cascade import FIRST, FIRST_RUN, GATES, HUMANS, record
@@ -17,15 +27,24 @@ from tests.test_gate import metrics
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def document() -> dict:
+def report(judge: JudgeRun, gates: GateReport, calibration: CalibrationSummary | None) -> ReportDocument:
+    """The typed report of a run with this judge, these gates and this calibration (no metrics)."""
+    return ReportDocument(
+        provenance=Provenance.model_validate(provenance()), inputs={}, settings=MetricsSettings(ks=[]),
+        configs=list(judge.per_config),
+        accounting=Accounting(cases=0, scored={}, missing_trace={}, missing_text={}, unresolved_chunk_ids={}),
+        aggregate={}, per_config={}, judge=judge, gates=gates, calibration=calibration, escalation=None)
+
+
+def document() -> ReportDocument:
     rec = record()
     trust = decide(FIRST_RUN, cutoffs_for(FIRST, [rec]), humans=HUMANS)
     gates = evaluate_gates(metrics(), FIRST_RUN, GATES, TrustRules(min_coverage=0.8), [rec], trust)
     criteria = {name: {"judge_vs_human": st["judge_vs_human"], "inter_rater": st["inter_rater"],
                        **({"selective": st["selective"]} if "selective" in st else {})}
                 for name, st in rec["criteria"].items()}
-    return {"judge": FIRST_RUN.model_dump(mode="json"), "gates": gates.model_dump(mode="json"), "escalation": None,
-            "calibration": {"path": rec["_path"], "primary_rater": "alice", "criteria": criteria}}
+    return report(FIRST_RUN, gates, CalibrationSummary.model_validate(
+        {"path": rec["_path"], "primary_rater": "alice", "raters": {}, "criteria": criteria, "claims": {}}))
 
 
 def test_report_md_states_sources_level_old_rule_queue_and_figures() -> None:
@@ -41,7 +60,8 @@ def test_report_md_states_sources_level_old_rule_queue_and_figures() -> None:
     assert "| 0.61 | 80 | 0.800 | 1.000 |" in text and "| 0.6 | 100 | 1.000 | 0.900 |" in text
     triage = render_triage_markdown([], doc)
     assert "### Human queue (3 item(s))" in triage
-    assert render_selective_markdown({"gates": {"selective": None}}) == "" and queue_lines({"gates": {}}) == []
+    without = doc.model_copy(update={"gates": doc.gates.model_copy(update={"selective": None})})
+    assert render_selective_markdown(without) == "" and queue_lines(without.gates.selective) == []
 
 
 def test_reliability_and_coverage_charts_are_well_formed_svg() -> None:
@@ -72,16 +92,17 @@ def test_the_queue_says_why_and_ordinal_criteria_read_as_grades() -> None:
         ordinal_record,
     )
 
-    text = "\n".join(queue_lines(document()))
+    text = "\n".join(queue_lines(document().gates.selective))
     assert "- `q7` (cand): faithful — faithful: `small-judge` (first): verdict confidence 0.600 < lambda 0.61" in text
 
     records = [ordinal_record(), ordinal_record(SECOND)]
     trust = decide(ORDINAL_FIRST, cutoffs_for(FIRST, records), escalation=ORDINAL_SECOND,
                    escalation_cutoffs=cutoffs_for(SECOND, records), humans=ORDINAL_HUMANS)
     gates = evaluate_gates(metrics(), ORDINAL_FIRST, GATES, TrustRules(min_coverage=0.8), records, trust)
-    doc = {"judge": ORDINAL_FIRST.model_dump(mode="json"), "gates": gates.model_dump(mode="json"),
-           "escalation": None, "calibration": {"criteria": {
-               "correct": {"selective": ordinal_record()["criteria"]["correct"]["selective"]}}}}
+    selective = ordinal_record()["criteria"]["correct"]["selective"]
+    doc = report(ORDINAL_FIRST, gates, CalibrationSummary(
+        path="", primary_rater="", raters={}, claims={},
+        criteria={"correct": CriterionAgreement(judge_vs_human={}, inter_rater={}, selective=selective)}))
     text = render_selective_markdown(doc)
     assert "| `small-judge` | faithful | – | all-or-nothing rule: no confidence per verdict" in text
     assert "agrees with people only on the exact grade" in text

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from groundjudge.load.dataset import Dataset
     from groundjudge.metrics.case import MetricSettings
     from groundjudge.metrics.evaluate import MetricsRun
+    from groundjudge.report.document import MetricsDocument, ReportDocument
     from groundjudge.select import Selection
 
 
@@ -384,7 +385,7 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
     return pending_record(document, out_dir, path, hashes=data_hashes(inputs.golden, inputs.traces, inputs.corpus),
                           not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
                           gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
-                          last=result.config.output.trend_runs)
+                          last=result.config.output.trend_runs, metrics=result.metrics)
 
 
 def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:
@@ -399,9 +400,9 @@ def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:
     return out
 
 
-def write_otel_events(result: RunResult, doc: dict[str, Any], path: str | Path, *,
+def write_otel_events(result: RunResult, doc: ReportDocument, path: str | Path, *,
                       report_url: str | None = None) -> tuple[int, int]:
-    """Write each verdict of the run (``doc``: what :func:`write_run_reports` returned) as an
+    """Write each verdict of the run (``doc``: its report, as :func:`write_run_reports` returns it) as an
     OpenTelemetry ``gen_ai.evaluation.result`` event linked to its graded span, as OTLP JSON
     Lines at ``path`` (replaced atomically). Returns (events written, judged cases without a
     span to link to)."""
@@ -427,9 +428,10 @@ def fetch_phoenix(url: str, project: str, path: str | Path, since: str | None = 
     return fetch_spans(url, project, Path(path), since=parse_since(since) if since else None)
 
 
-def annotate_phoenix(result: RunResult, doc: dict[str, Any], url: str, *, report_url: str | None = None) -> int:
-    """Write the run's verdicts back to the Phoenix at ``url`` as annotations on each graded
-    trace's root span (a re-run updates them); returns how many."""
+def annotate_phoenix(result: RunResult, doc: ReportDocument, url: str, *, report_url: str | None = None) -> int:
+    """Write the run's verdicts (``doc``: its report, as :func:`write_run_reports` returns it)
+    back to the Phoenix at ``url`` as annotations on each graded trace's root span (a re-run
+    updates them); returns how many."""
     from groundjudge.load.phoenix import phoenix_client
     from groundjudge.report.phoenix import annotate
 
@@ -438,27 +440,27 @@ def annotate_phoenix(result: RunResult, doc: dict[str, Any], url: str, *, report
 
 def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Path | None = None,
                       profile: Any = None, history: str | Path | None = None,
-                      log: IO[str] | None = None) -> dict[str, Any]:
+                      log: IO[str] | None = None) -> ReportDocument:
     """report.json, cases.parquet, report.md, report.html, triage.md and triage.jsonl (and JUnit XML when asked;
     with ``profile``, the replaced system's own report beside them), all or none of them: a
     full disk half-way leaves the old files and raises ``StorageError``. With ``history``, the
     run is appended to that history once every report is written, and the HTML shows the trend
     with this run; a history that cannot be read or written is said in one line on ``log``
-    (default stderr) and costs the run nothing else. Returns report.json's content:
-    dicts and lists, except that each case's metric values and each verdict are read-only
-    mappings over the run's own records (``metrics.table.MetricValues``, ``report.views.ModelView``),
-    not copies (a nightly run would hold every one twice). They read as the JSON does;
-    ``groundjudge.files.compact_json`` writes the whole as JSON (``json.dumps`` cannot)."""
+    (default stderr) and costs the run nothing else. Returns the typed document report.json was
+    written from (:class:`~groundjudge.report.document.ReportDocument`): the run's metrics,
+    verdicts, gates and calibration as records, for :func:`write_otel_events`,
+    :func:`annotate_phoenix` or a notebook to read (``doc.gates.passed``,
+    ``doc.per_config[cfg].aggregate[metric].value``)."""
     return _write_run_reports(result, Path(out_dir), junit=junit, profile=profile, history=history,
                               log=log if log is not None else sys.stderr)
 
 
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
-                       history: str | Path | None, log: IO[str]) -> dict[str, Any]:
+                       history: str | Path | None, log: IO[str]) -> ReportDocument:
     from groundjudge.files import together, write_json_atomic, write_text_atomic
     from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
-    from groundjudge.report.document import as_json_dict
+    from groundjudge.report.document import write_document
     from groundjudge.report.gates_md import render_gates_markdown
     from groundjudge.report.html import render_html
     from groundjudge.report.judge_section import render_judge_markdown
@@ -468,30 +470,30 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.report.stability_section import render_stability_markdown
     from groundjudge.report.triage import write_triage_files
 
-    typed = report_document(result)
+    typed: ReportDocument = report_document(result)
     pending = history_record(result, typed, out_dir, history) if history is not None else None
-    doc = as_json_dict(typed)
-    text = render_markdown(doc, title="groundjudge report", preface=render_gates_markdown(doc["gates"]))
-    text += "\n" + render_judge_markdown(doc) + render_selective_markdown(doc) + render_stability_markdown(doc)
+    text = render_markdown(typed, title="groundjudge report", preface=render_gates_markdown(typed.gates))
+    text += ("\n" + render_judge_markdown(typed) + render_selective_markdown(typed)
+             + render_stability_markdown(typed.stability))
     if profile is not None:
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-        agreement = document_agreement(doc, profile.name, profile.report)
+        agreement = document_agreement(typed, profile.name, profile.report)
         if agreement is not None:
             text += "\n" + render_agreement_markdown(agreement)
-    pairs = sum(len(section["per_case"]) for section in doc["per_config"].values())
+    pairs = sum(len(section.per_case) for section in typed.per_config.values())
     try:
         with together():
             if profile is not None:
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-            write_json_atomic(out_dir / "report.json", doc, indent=2 if pairs <= COMPACT_JSON_ABOVE else None)
+            write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
             write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
-            write_triage_files(result.dataset, doc, out_dir / "triage.jsonl", out_dir / "triage.md")
-            write_text_atomic(out_dir / "report.html", render_html(doc, result.dataset,
+            write_triage_files(result.dataset, typed, out_dir / "triage.jsonl", out_dir / "triage.md")
+            write_text_atomic(out_dir / "report.html", render_html(typed, result.dataset,
                                                                    pending.trend if pending else None))
             if junit is not None:
-                write_text_atomic(Path(junit), junit_xml(doc))
+                write_text_atomic(Path(junit), junit_xml(typed))
     except OSError as exc:
         where = exc.filename or out_dir
         raise StorageError(f"{where}: could not write the run's reports ({exc.strerror or exc}); none was replaced"
@@ -509,14 +511,18 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(render_gates_markdown(doc["gates"]) + "\n")
-    return doc
+            handle.write(render_gates_markdown(typed.gates) + "\n")
+    return typed
 
 
 # --- deterministic metrics only ------------------------------------------------------------
 
-def compute_metrics(config: Config) -> dict[str, Any]:
-    """Load the inputs named by ``config`` and return the metrics document (nothing is written)."""
+def compute_metrics(config: Config) -> MetricsDocument | dict[str, Any]:
+    """Load the inputs named by ``config`` and return the metrics document (nothing is written):
+    typed (:class:`~groundjudge.report.document.MetricsDocument`) for trace inputs; for TREC
+    qrels and run, metrics.json's content as :func:`~groundjudge.report.trec_json.trec_document`
+    builds it, a dict (only the settings and accounting TREC inputs have, trec_eval's counts as
+    integers), which :func:`write_metrics_reports` writes as it is."""
     inputs = config.inputs
     if inputs.qrels or inputs.run:
         from groundjudge.report.trec_json import trec_document
@@ -526,10 +532,10 @@ def compute_metrics(config: Config) -> dict[str, Any]:
         return trec_document(inputs.qrels, inputs.run, tuple(sorted(set(config.metrics.ks))))
     settings = metric_settings(config)
     from groundjudge.metrics.evaluate import evaluate_dataset
-    from groundjudge.report.document import as_json_dict, metrics_document
+    from groundjudge.report.document import metrics_document
 
     dataset = load_inputs(config)
-    return as_json_dict(metrics_document(dataset, evaluate_dataset(dataset, settings), settings))
+    return metrics_document(dataset, evaluate_dataset(dataset, settings), settings)
 
 
 def _profile_format(config: Config, name: str) -> None:
@@ -602,26 +608,34 @@ def profile_report(config: Config, name: str, result: RunResult | None = None) -
                        corpus=inputs.corpus)
 
 
-def write_metrics_reports(doc: dict[str, Any], out_dir: str | Path, profile: Any = None) -> None:
+def write_metrics_reports(doc: MetricsDocument | dict[str, Any], out_dir: str | Path,
+                          profile: Any = None) -> MetricsDocument:
+    """metrics.json and report.md of ``doc`` (what :func:`compute_metrics` returned), and with
+    ``profile`` the replaced system's own report beside them and in metrics.json. Returns the
+    typed document report.md was rendered from (a TREC document, a dict, validated once)."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
+    from groundjudge.report.document import MetricsDocument, document_json
     from groundjudge.report.markdown import render_markdown
 
     out_dir = Path(out_dir)
-    text = render_markdown(doc)
+    typed = doc if isinstance(doc, MetricsDocument) else MetricsDocument.model_validate(doc)
+    content = document_json(doc) if isinstance(doc, MetricsDocument) else doc
+    text = render_markdown(typed)
     if profile is not None:
         section = {"name": profile.name, "passed": profile.passed, "report": profile.report,
                    "notes": list(profile.notes)}
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
-        agreement = document_agreement(doc, profile.name, profile.report)
+        agreement = document_agreement(typed, profile.name, profile.report)
         if agreement is not None:
             section["agreement"] = agreement
             text += "\n" + render_agreement_markdown(agreement)
-        doc = {**doc, "profile": section}
+        content = {**content, "profile": section}
         write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
         write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
-    write_json_atomic(out_dir / "metrics.json", doc)
+    write_json_atomic(out_dir / "metrics.json", content)
     write_text_atomic(out_dir / "report.md", text)
+    return typed
 
 
 # --- calibration ---------------------------------------------------------------------------

@@ -11,13 +11,16 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from groundjudge.errors import InputError, JudgeUnavailable, StorageError
 from groundjudge.inert import terminal, terminal_json
 from groundjudge.urls import redact_url
+
+if TYPE_CHECKING:
+    from groundjudge.report.document import MetricsDocument
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -69,7 +72,7 @@ def default_out() -> Path:
     return Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def print_summary(doc: dict[str, Any], quiet: bool) -> None:
+def print_summary(doc: MetricsDocument, quiet: bool) -> None:
     if quiet:
         return
     from rich.console import Console
@@ -81,11 +84,11 @@ def print_summary(doc: dict[str, Any], quiet: bool) -> None:
     # Text, not str: rich would read "[link=...]" in a config id as its own markup
     table = Table(title="groundjudge metrics", show_lines=False)
     table.add_column("metric")
-    for cfg in doc["configs"]:
+    for cfg in doc.configs:
         table.add_column(Text(terminal(cfg)), justify="right")
     for metric in headline_metrics(doc)[:14]:
-        table.add_row(Text(terminal(metric)), *(fmt(doc["per_config"][cfg]["aggregate"].get(metric))
-                                                for cfg in doc["configs"]))
+        table.add_row(Text(terminal(metric)), *(fmt(doc.per_config[cfg].aggregate.get(metric))
+                                                for cfg in doc.configs))
     Console(highlight=False).print(table)
 
 
@@ -268,8 +271,7 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
     api.check_outputs(out_dir)
     doc = api.compute_metrics(config)
     result = api.profile_report(config, profile) if profile else None
-    api.write_metrics_reports(doc, out_dir, result)
-    print_summary(doc, quiet)
+    print_summary(api.write_metrics_reports(doc, out_dir, result), quiet)
     if not quiet:
         if result is not None:
             click.echo(terminal(result.markdown, keep_newlines=True))

@@ -131,67 +131,27 @@ def together() -> Iterator[None]:
 # text differs only in the spelling of some floats (0.00001 for 1e-05), and NaN or an infinity,
 # which JSON cannot carry, is written as null (no value) where ``json`` would refuse it.
 # Keys that are not strings are written as strings, as ``json`` does.
-# An object that stands for a JSON value without being one (``report.views.ModelView``, a
-# typed verdict read as its dump; ``metrics.table.MetricValues``, a case's metric values) gives it
-# by its ``json_value()`` as it is written; any other read-only mapping is written as a dict.
+# A read-only mapping (a record's ``frozendict``) is written as the dict it reads as.
 _COMPACT = orjson.OPT_NON_STR_KEYS
 _PRETTY = orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
 def _as_json(value: Any) -> Any:
-    json_value = getattr(value, "json_value", None)
-    if json_value is not None:
-        return json_value()
     if isinstance(value, Mapping):
         return dict(value.items())
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
-    """Two-space indented JSON, or with ``indent=None`` one compact line, for documents too large
-    to read by eye anyway. The compact line is written piece by piece: the same bytes as one
-    ``orjson.dumps``, without ever holding them all in memory. A value that JSON cannot hold
-    (a set, an object) raises ``TypeError`` before anything is written."""
-    if indent is None:
-        write_chunks_atomic(path, _with_newline(compact_json_chunks(data)))
-    elif indent == 2:
-        write_chunks_atomic(path, (orjson.dumps(data, default=_as_json, option=_PRETTY),))
-    else:
-        raise ValueError(f"indent must be 2 or None, not {indent!r}")
-
-
-def _with_newline(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    yield from chunks
-    yield b"\n"
-
-
-_SLICE = 1000  # entries of a large mapping encoded per call
-_WALK_DEPTH = 6  # smaller mappings are walked key by key down to this depth, then encoded whole
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Two-space indented JSON. A value that JSON cannot hold (a set, an object) raises
+    ``TypeError`` before anything is written. (A document too large to read by eye is written
+    compact, a piece at a time: ``report.document.write_document``.)"""
+    write_chunks_atomic(path, (orjson.dumps(data, default=_as_json, option=_PRETTY),))
 
 
 def compact_json(value: Any) -> bytes:
-    """``value`` as one line of compact JSON (no newline), as ``write_json_atomic`` writes it."""
+    """``value`` as one line of compact JSON (no newline)."""
     return orjson.dumps(value, default=_as_json, option=_COMPACT)
-
-
-def compact_json_chunks(value: Any, depth: int = 0) -> Iterator[bytes]:
-    """``orjson.dumps(value)`` in pieces: a mapping of ``_SLICE`` entries or more is encoded
-    that many entries per call, a smaller one near the top key by key, anything else in one
-    call."""
-    if not isinstance(value, dict) or not value or (depth >= _WALK_DEPTH and len(value) < _SLICE):
-        yield compact_json(value)
-    elif len(value) >= _SLICE:
-        items = list(value.items())
-        for start in range(0, len(items), _SLICE):
-            yield (b"{" if start == 0 else b",") + compact_json(dict(items[start:start + _SLICE]))[1:-1]
-        yield b"}"
-    else:
-        sep = b"{"
-        for key, item in value.items():
-            yield sep + compact_json({key: None})[1:-5]  # the key as orjson writes it, and its colon
-            yield from compact_json_chunks(item, depth + 1)
-            sep = b","
-        yield b"}"
 
 
 def jsonl_lines(text: str) -> list[str]:

@@ -37,7 +37,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta
 
 from groundjudge.calibrate.agreement import _kappas
 
@@ -85,6 +84,8 @@ def clopper_pearson_lower(agree: int, n: int, risk: float) -> float:
     """
     if n <= 0 or agree <= 0:
         return 0.0
+    from scipy.stats import beta  # scipy loads in about half a second: only where a bound is taken
+
     return float(beta.ppf(risk, agree, n - agree + 1))
 
 
@@ -150,6 +151,8 @@ def fit_cutoff(confidence: Sequence[float | None], correct: Sequence[bool], *, t
     bounds = np.zeros(len(cutoffs))
     testable = kept >= need
     if testable.any():
+        from scipy.stats import beta
+
         a, k = agree[testable], kept[testable]
         safe = np.where(a > 0, a, 1)
         bounds[testable] = np.where(a > 0, beta.ppf(risk, safe, k - a + 1), 0.0)

@@ -13,6 +13,7 @@ from typing import Any
 from groundjudge.history.store import HistoryStore, StoredRun
 from groundjudge.history.summary import Packed, RunSummary, build_summary, pack_report
 from groundjudge.history.trend import default_metrics, trend, trend_view
+from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.report.document import ReportDocument
 
 __all__ = ["PendingHistory", "append_history", "pending_record"]
@@ -32,19 +33,20 @@ class PendingHistory:
 
 def pending_record(document: ReportDocument, out_dir: str | Path, path: str | Path, *,
                    hashes: Mapping[str, str | None], not_comparable: str | None, gated_configs: Sequence[str],
-                   prefer: Sequence[str], last: int | None) -> PendingHistory:
+                   prefer: Sequence[str], last: int | None, metrics: MetricsRun | None = None) -> PendingHistory:
     """The run's record and the trend chart's data for the last gated config (else the run's
     last config) over the ``last`` runs, this run included; nothing is written. ``hashes``: the
     input files' (``summary.data_hashes``); ``not_comparable``: why the run is kept but never a
     point of a trend nor the run another is compared with; ``prefer``: the metrics to chart
-    first. A history that cannot be read gives a record with ``problem`` set."""
+    first; ``metrics``: the run's metrics, whose tables the per-case columns are read from. A
+    history that cannot be read gives a record with ``problem`` set."""
     summary = build_summary(document, hashes, out_dir, not_comparable=not_comparable)
-    packed = pack_report(document)
+    packed = pack_report(document, metrics)
     config = (list(gated_configs) or list(summary.configs))[-1]
-    metrics = (default_metrics(StoredRun(id=0, summary=summary), config, prefer=list(prefer))
+    charted = (default_metrics(StoredRun(id=0, summary=summary), config, prefer=list(prefer))
                if config in summary.configs else [])
     try:
-        points = trend(HistoryStore(path), metrics, config=config, last=last, pending=(summary, packed))
+        points = trend(HistoryStore(path), charted, config=config, last=last, pending=(summary, packed))
     except (sqlite3.DatabaseError, OSError, ValueError) as exc:
         return PendingHistory(Path(path), summary, packed, None, _history_problem(Path(path), exc))
     return PendingHistory(Path(path), summary, packed, trend_view(points, config, str(path)) if points else None)

@@ -12,11 +12,14 @@ from array import array
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.files import file_and_part
 from groundjudge.judge.results import MetricValue
+from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
+from groundjudge.metrics.table import MetricValues, metric_columns
 from groundjudge.report.document import ReportDocument
 
 
@@ -142,9 +145,10 @@ def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> Pack
     return out
 
 
-def pack_report(doc: ReportDocument) -> Packed:
+def pack_report(doc: ReportDocument, metrics: MetricsRun | None = None) -> Packed:
     """``pack(per_case_values(doc))`` without copying every case's values first: a nightly
-    report has hundreds of thousands of rows."""
+    report has hundreds of thousands of rows. With the run's ``metrics``, each metric column is
+    read from its config's Arrow table whole (null as NaN), not row by row."""
     out: Packed = {}
     for cfg, section in doc.per_config.items():
         ids = list(section.per_case)
@@ -156,18 +160,9 @@ def pack_report(doc: ReportDocument) -> Packed:
                 if cid not in index:
                     index[cid] = len(ids)
                     ids.append(cid)
-        # float arrays, NaN for no value: lists would hold a float object per value read from
-        # the rows, and a nightly run has hundreds of thousands of them
-        nan = math.nan
-        columns: dict[str, array[float]] = {}
-        for i, row in enumerate(section.per_case.values()):
-            for name, value in row.items():
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = array("d", [nan]) * len(ids)
-                if value is not None:
-                    column[i] = value
+        columns = _metric_columns(section.per_case, len(ids), metrics.configs.get(cfg) if metrics else None)
         if judged is not None:
+            nan = math.nan
             for crit in doc.judge.criteria:
                 column = columns.get(crit.metric)
                 if column is None:
@@ -181,6 +176,42 @@ def pack_report(doc: ReportDocument) -> Packed:
         packed = {name: pack_column(columns[name]) for name in sorted(columns)}
         out[cfg] = (zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), packed)
     return out
+
+
+def _metric_columns(rows: Mapping[str, Mapping[str, float | None]], size: int, scored: ConfigMetrics | None,
+                    ) -> dict[str, array[float]]:
+    """The metric columns of a config's per-case rows, ``size`` long (NaN past the rows and
+    for no value): float arrays, not lists, which would hold a float object per value. A column
+    is made for each metric some row has, as ``pack`` makes them."""
+    nan = math.nan
+    columns: dict[str, array[float]] = {}
+    if scored is not None and _rows_of(scored, rows):
+        # the rows are views of the config's Arrow table: a column at a time, for the metrics
+        # some row has (another config's metric is a column of nulls here)
+        layouts: dict[int, tuple[str, ...]] = {}  # the rows share a handful of tuples of names
+        for case in scored.cases:
+            names = cast(MetricValues, case.values).names
+            layouts.setdefault(id(names), names)
+        named = {name for layout in layouts.values() for name in layout}
+        for name in metric_columns(scored.table):
+            if name in named:
+                whole = columns[name] = array("d", scored.table.column(name).to_numpy().tobytes())
+                whole.extend(array("d", [nan]) * (size - len(whole)))
+        return columns
+    for i, row in enumerate(rows.values()):  # one pass over the rows, each value set once
+        for name, value in row.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = array("d", [nan]) * size
+            if value is not None:
+                column[i] = value
+    return columns
+
+
+def _rows_of(scored: ConfigMetrics, rows: Mapping[str, Mapping[str, float | None]]) -> bool:
+    """Whether ``rows`` are the config's table rows themselves, in its order."""
+    return (len(scored.cases) == len(rows) and all(type(c.values) is MetricValues for c in scored.cases)
+            and scored.table.column("case_id").to_pylist() == list(rows))
 
 
 def pack_column(values: Iterable[float | None]) -> bytes:

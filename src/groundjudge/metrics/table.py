@@ -157,6 +157,11 @@ class MetricValues(Mapping[str, "float | None"]):
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The metrics of this case, in order: one tuple shared by the rows that have the same."""
+        return self._names
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
@@ -170,8 +175,6 @@ class MetricValues(Mapping[str, "float | None"]):
             values, valid = columns[name][chunk]
             out[name] = values[row] if valid is None or valid[row] else None
         return out
-
-    json_value = to_dict  # as report.json and metrics.json write it (``files``)
 
     def items(self) -> Any:
         return self.to_dict().items()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,6 +40,9 @@ from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, pa
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
 from groundjudge.profiles.registry import CaseOutcomes
+
+if TYPE_CHECKING:
+    from groundjudge.report.document import MetricsDocument
 
 __all__ = ["ALPHA", "compare_configs", "compare_run_files", "configs_agreement", "document_agreement",
            "judge_values", "load_run_document", "paired_permutation_p", "profile_agreement", "profile_comparisons",
@@ -148,18 +151,19 @@ def profile_comparisons(folders: Sequence[Path], config_a: str, config_b: str) -
     return found
 
 
-def document_agreement(doc: Mapping[str, Any], name: str, report: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Where profile ``name``'s report (``report``) compared two configs of ``doc`` (metrics.json
-    or report.json content) case by case: its outcomes beside those of :func:`compare_configs`
-    on the same two configs, and why they differ (:func:`profile_agreement`); None when it
-    compared none, or configs ``doc`` does not have."""
+def document_agreement(doc: MetricsDocument, name: str, report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where profile ``name``'s report (``report``) compared two configs of the run's document
+    ``doc`` (its metrics, or its whole report) case by case: its outcomes beside those of
+    :func:`compare_configs` on the same two configs, and why they differ
+    (:func:`profile_agreement`); None when it compared none, or configs ``doc`` does not have."""
     from groundjudge.profiles import profile_outcomes
 
     own = profile_outcomes(name, report)
-    if own is None or any(cfg not in doc.get("per_config", {}) for cfg in own.configs):
+    if own is None or any(cfg not in doc.per_config for cfg in own.configs):
         return None
-    side_a, side_b = (doc["per_config"][cfg] for cfg in own.configs)
-    return configs_agreement(side_a, side_b, name, own, (_chunking(side_a), _chunking(side_b)))
+    side_a, side_b = (doc.per_config[cfg] for cfg in own.configs)
+    chunking = (set(side_a.versions.get("chunking", [])), set(side_b.versions.get("chunking", [])))
+    return _agreement(side_a.per_case, side_b.per_case, name, own, chunking)
 
 
 def judge_values(doc: Mapping[str, Any], config: str) -> tuple[dict[str, dict[str, float]], dict[str, bool]]:
@@ -241,15 +245,18 @@ def profile_agreement(name: str, own: CaseOutcomes, outcomes: Mapping[str, str],
     }
 
 
-def _paired_cases(side_a: Mapping[str, Any], side_b: Mapping[str, Any], chunking: tuple[set[str], set[str]],
+PerCase = Mapping[str, Mapping[str, float | None]]  # case id -> metric -> value
+
+
+def _paired_cases(per_case_a: PerCase, per_case_b: PerCase, chunking: tuple[set[str], set[str]],
                   ) -> tuple[list[str], dict[str, dict[str, Any]], dict[str, dict[str, Any]], bool]:
     """The cases both sides define, each side's values of them (copies), and whether the
     chunker versions differ; when they do, the metrics that match chunks by id are left out."""
     versions_a, versions_b = chunking
     differ = bool(versions_a and versions_b and versions_a != versions_b)
-    cases = [c for c in side_a["per_case"] if c in side_b["per_case"]]
-    per_a = {c: dict(side_a["per_case"][c]) for c in cases}
-    per_b = {c: dict(side_b["per_case"][c]) for c in cases}
+    cases = [c for c in per_case_a if c in per_case_b]
+    per_a = {c: dict(per_case_a[c]) for c in cases}
+    per_b = {c: dict(per_case_b[c]) for c in cases}
     if differ:
         # Chunk ids of one chunker mean nothing to the other: compare retrieval on the
         # span-matched metrics only, and drop the id-matched ones from both sides.
@@ -264,7 +271,12 @@ def configs_agreement(side_a: Mapping[str, Any], side_b: Mapping[str, Any], name
                       chunking: tuple[set[str], set[str]] = (set(), set())) -> dict[str, Any]:
     """:func:`profile_agreement` of two configs (as :func:`compare_configs` takes them), without
     the rest of the comparison."""
-    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
+    return _agreement(side_a["per_case"], side_b["per_case"], name, own, chunking)
+
+
+def _agreement(per_case_a: PerCase, per_case_b: PerCase, name: str, own: CaseOutcomes,
+               chunking: tuple[set[str], set[str]]) -> dict[str, Any]:
+    cases, per_a, per_b, differ = _paired_cases(per_case_a, per_case_b, chunking)
     outcomes = {c: _case_outcome(per_a[c], per_b[c]) for c in cases}
     return profile_agreement(name, own, outcomes, per_a, per_b, differ)
 
@@ -282,7 +294,7 @@ def compare_configs(side_a: Mapping[str, Any], side_b: Mapping[str, Any], *, lab
     ``profiles``: a profile's own per-case outcomes for these two configs, by profile name
     (:func:`profile_agreement`)."""
     versions_a, versions_b = chunking
-    cases, per_a, per_b, differ = _paired_cases(side_a, side_b, chunking)
+    cases, per_a, per_b, differ = _paired_cases(side_a["per_case"], side_b["per_case"], chunking)
     if differ and strict_chunker_version:
         raise ChunkerMismatch(repr(label_a), versions_a, repr(label_b), versions_b)
     mode = "doc_id+span_overlap>=50%" if differ else "chunk_id"

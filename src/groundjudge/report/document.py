@@ -10,23 +10,25 @@ found when they cannot read it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
-from typing import Any, Literal
+from itertools import chain
+from pathlib import Path
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
+from groundjudge.files import compact_json, write_chunks_atomic, write_json_atomic
 from groundjudge.gate import GateReport
-from groundjudge.judge.results import ConfigJudgement, JudgeRun, MetricValue
+from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.table import MetricValues
 from groundjudge.provenance import provenance
 from groundjudge.report.versions import SCHEMA_VERSION
-from groundjudge.report.views import ModelView
 
 
 class _Doc(BaseModel):
@@ -233,11 +235,56 @@ def _floats(values: Mapping[str, float | None]) -> Mapping[str, float | None]:
     return {k: None if v is None else float(v) for k, v in values.items()}
 
 
-def as_json_dict(document: BaseModel) -> dict[str, Any]:
-    """The document as written to disk (claim classes under their JSON name ``class``). The
-    per-case metric values are the metrics stage's own rows, and each verdict of the judge
-    sections a read-only view of the typed one, not copies: mappings that read as the JSON
-    and that ``files.write_json_atomic`` writes as it (``json.dumps`` cannot take them)."""
+class _Entries:
+    """A large mapping of a document (a config's per-case values, details or verdicts), written
+    a slice of entries at a time, each value made plain JSON by ``dump`` (a slice of values in, a
+    list of JSON values out): the whole document as JSON would cost as much memory again as the
+    typed run it is made from."""
+
+    __slots__ = ("dump", "mapping")
+
+    def __init__(self, mapping: Mapping[str, Any], dump: Callable[[list[Any]], list[Any]]) -> None:
+        self.mapping, self.dump = mapping, dump
+
+    def slices(self) -> Iterator[dict[str, Any]]:
+        items = list(self.mapping.items())
+        for start in range(0, len(items), _SLICE):
+            part = items[start:start + _SLICE]
+            yield dict(zip((k for k, _ in part), self.dump([v for _, v in part]), strict=True))
+
+
+_SLICE = 1000
+_VERDICTS: TypeAdapter[list[CaseJudgement]] = TypeAdapter(list[CaseJudgement])
+
+
+def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
+    return [v.to_dict() if isinstance(v, MetricValues) else dict(v) for v in values]
+
+
+def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
+    dumped: list[Any] = _VERDICTS.dump_python(cases, mode="json", by_alias=True)
+    return dumped
+
+
+def _details() -> Callable[[list[CaseDetail]], list[Any]]:
+    """Details as JSON, each distinct object dumped once (most are shared: ``_Details``)."""
+    dumped: dict[int, Any] = {}
+
+    def dump(details: list[CaseDetail]) -> list[Any]:
+        out = []
+        for d in details:
+            found = dumped.get(id(d))
+            if found is None:
+                found = dumped[id(d)] = d.model_dump(mode="json")
+            out.append(found)
+        return out
+
+    return dump
+
+
+def _layout(document: BaseModel) -> dict[str, Any]:
+    """The document as it is written, field by field, with its per-case mappings left as
+    :class:`_Entries` (the claim classes under their JSON name ``class``)."""
     if not isinstance(document, MetricsDocument):
         return document.model_dump(mode="json", by_alias=True, exclude_none=False)
     exclude: dict[str, Any] = {"per_case": True,
@@ -247,30 +294,71 @@ def as_json_dict(document: BaseModel) -> dict[str, Any]:
     for name, run in judges.items():
         exclude[name] = {"per_config": {cfg: {"cases"} for cfg in run.per_config}}
     dumped = document.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=exclude)
-    views: dict[int, ModelView] = {}  # one view per detail object: most are shared (``_Details``)
-    per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=section.per_case,
-                                       case_details={cid: _shared_view(d, views)
-                                                     for cid, d in section.case_details.items()})
+    details = _details()
+    per_case = {cfg: _Entries(section.per_case, _metric_rows) for cfg, section in document.per_config.items()}
+    per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=per_case[cfg],
+                                       case_details=_Entries(section.case_details, details))
                   for cfg, section in document.per_config.items()}
-    return _in_field_order(type(document), dumped, per_config=per_config, per_case=document.per_case,
-                           **{name: _judge_json(run, dumped[name]) for name, run in judges.items()})
+    top = per_case[next(iter(per_case))] if document.per_case is not None else None
+    return _in_field_order(type(document), dumped, per_config=per_config, per_case=top,
+                           **{name: _judge_layout(run, dumped[name]) for name, run in judges.items()})
 
 
-def _shared_view(model: BaseModel, views: dict[int, ModelView]) -> ModelView:
-    view = views.get(id(model))
-    if view is None:
-        view = views[id(model)] = ModelView(model)
-    return view
-
-
-def _judge_json(run: JudgeRun, dumped: dict[str, Any]) -> dict[str, Any]:
-    """The judge section with each verdict a view of the typed one (``report.views``): the
-    JSON dicts of a nightly run's verdicts would cost about as much again as the verdicts."""
+def _judge_layout(run: JudgeRun, dumped: dict[str, Any]) -> dict[str, Any]:
     per_config = {cfg: _in_field_order(ConfigJudgement, dumped["per_config"][cfg],
-                                       cases={cid: ModelView(case) for cid, case in section.cases.items()})
+                                       cases=_Entries(section.cases, _verdicts))
                   for cfg, section in run.per_config.items()}
     return _in_field_order(JudgeRun, dumped, per_config=per_config)
 
 
 def _in_field_order(model: type[BaseModel], dumped: dict[str, Any], **put: Any) -> dict[str, Any]:
     return {name: put[name] if name in put else dumped[name] for name in model.model_fields}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Entries):
+        return {k: v for part in value.slices() for k, v in part.items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def document_json(document: BaseModel) -> dict[str, Any]:
+    """The document as JSON values (dicts, lists, strings, numbers), as it is written to disk."""
+    return cast("dict[str, Any]", _plain(_layout(document)))
+
+
+def document_chunks(document: BaseModel) -> Iterator[bytes]:
+    """The document as one line of compact JSON, in pieces: its per-case mappings a slice of
+    entries at a time, so that the whole text is never held (a nightly report.json is hundreds
+    of megabytes)."""
+    yield from json_chunks(_layout(document))
+
+
+def json_chunks(value: Any) -> Iterator[bytes]:
+    """``value`` (JSON values, string keys; a mapping to write in slices as ``_Entries``) as compact
+    JSON in pieces: the same bytes as one ``compact_json`` of it."""
+    if isinstance(value, _Entries):
+        sep = b"{"
+        for part in value.slices():
+            yield sep + compact_json(part)[1:-1]
+            sep = b","
+        yield b"{}" if sep == b"{" else b"}"
+    elif isinstance(value, dict) and value:
+        sep = b"{"
+        for key, item in value.items():
+            yield sep + compact_json(key) + b":"
+            yield from json_chunks(item)
+            sep = b","
+        yield b"}"
+    else:
+        yield compact_json(value)
+
+
+def write_document(path: Path, document: BaseModel, *, compact: bool) -> None:
+    """Write the document atomically: indented JSON, or one compact line written piece by piece
+    (``document_chunks``) for a document too large to read by eye anyway."""
+    if compact:
+        write_chunks_atomic(path, chain(document_chunks(document), (b"\n",)))
+    else:
+        write_json_atomic(path, document_json(document))

@@ -7,17 +7,20 @@ the failed-case table and reads nothing from the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
+from groundjudge.judge.claim_result import ClaimResult
+from groundjudge.judge.results import CaseJudgement, MetricValue
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.report import charts
+from groundjudge.report.document import ReportDocument
 from groundjudge.report.judge_section import README_TRUST
 from groundjudge.report.markdown import TAG_METRICS, headline_metrics
 from groundjudge.report.numbers import number
@@ -27,28 +30,28 @@ VERDICT_CLASS = {"supported": "ok", "partially_supported": "partial", "unsupport
                  "unchecked": "unchecked"}
 
 
-def highlight(answer: str, claims: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+def highlight(answer: str, claims: Sequence[ClaimResult]) -> list[tuple[str, str | None, str]]:
     """Split the answer into segments ``(text, verdict class, tooltip)``, marking each claim: at
     its span where the judge split the answer itself (claim_check), else where its text is found
     verbatim (case-insensitive). The tooltip names the verdict and, where known, its support."""
     marks: list[tuple[int, int, str, str]] = []
     low = answer.casefold()
     for claim in claims:
-        tip = claim["verdict"].replace("_", " ")
-        if claim["verdict"] == "unchecked":
+        tip = claim.verdict.replace("_", " ")
+        if claim.verdict == "unchecked":
             tip += " (the answer was already unfaithful without it)"
-        if claim.get("confidence") is not None:
-            tip += f", support {claim['confidence']:.2f}"
-        if claim.get("unfound_terms"):
-            tip += f"; not in the passages: {', '.join(claim['unfound_terms'])}"
-        if claim.get("start") is not None and claim.get("end") is not None:
-            s, e = claim["start"], claim["end"]
+        if claim.confidence is not None:
+            tip += f", support {claim.confidence:.2f}"
+        if claim.unfound_terms:
+            tip += f"; not in the passages: {', '.join(claim.unfound_terms)}"
+        if claim.start is not None and claim.end is not None:
+            s, e = claim.start, claim.end
         else:
-            text = claim["claim"].strip().rstrip(".")
+            text = claim.claim.strip().rstrip(".")
             s = low.find(text.casefold()) if text else -1
             e = s + len(text)
         if 0 <= s < e <= len(answer) and not any(a < e and s < b for a, b, _, _ in marks):
-            marks.append((s, e, VERDICT_CLASS.get(claim["verdict"], "bad"), tip))
+            marks.append((s, e, VERDICT_CLASS.get(claim.verdict, "bad"), tip))
     segments: list[tuple[str, str | None, str]] = []
     pos = 0
     for s, e, cls, tip in sorted(marks):
@@ -64,45 +67,50 @@ NOT_RECORDED = "not recorded"
 # to this many, and says so: a page with 200,000 drill-downs is neither small nor usable.
 MAX_DRILL_DOWNS = 2000
 
+# (config, case, metric values, judge verdict (None: not judged), failed?)
+Pair = tuple[str, str, Mapping[str, float | None], CaseJudgement | None, bool]
+_OK_CLAIMS = ("supported", "unchecked")
 
-def _pairs(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any], bool]]:
+
+def _pairs(doc: ReportDocument) -> Iterator[Pair]:
     """(config, case, metric values, judge verdict, failed?) for every scored pair, in order."""
-    judge = doc.get("judge", {}).get("per_config", {})
-    for cfg in doc["configs"]:
-        verdicts = judge.get(cfg, {}).get("cases", {})
-        for case_id, values in doc["per_config"][cfg]["per_case"].items():
-            verdict = verdicts.get(case_id, {})
-            failed = bool(deterministic_failures(values)) or verdict.get("status") == "judge_error" or any(
-                cl["verdict"] not in ("supported", "unchecked") for cl in verdict.get("claims", []))
+    for cfg in doc.configs:
+        section = doc.judge.per_config.get(cfg)
+        verdicts = section.cases if section is not None else {}
+        for case_id, values in doc.per_config[cfg].per_case.items():
+            verdict = verdicts.get(case_id)
+            failed = bool(deterministic_failures(values)) or (verdict is not None and (
+                verdict.status == "judge_error" or any(cl.verdict not in _OK_CLAIMS for cl in verdict.claims)))
             yield cfg, case_id, values, verdict, failed
 
 
-def _case_views(doc: dict[str, Any], dataset: Dataset,
-                pairs: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]]) -> list[dict[str, Any]]:
-    criteria = doc.get("judge", {}).get("criteria", [])
-    headline = (criteria[0]["name"], criteria[0]["metric"]) if criteria else None
-    shaky = unstable_by_case(doc)
+def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> list[dict[str, Any]]:
+    criteria = doc.judge.criteria
+    headline = criteria[0].name if criteria else None
+    shaky = unstable_by_case(doc.stability)
     views = []
     for cfg, case_id, values, verdict, failed in pairs:
         case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
         if trace is None:
             continue
-        claims = verdict.get("claims", [])
+        claims = verdict.claims if verdict is not None else []
+        value = verdict.criteria.get(headline) if verdict is not None and headline is not None else None
         ranking = ranking_of(trace)
         scores = {c.chunk_id: c.score for c in trace.retrieved_chunks}
         context_known = "context_chunks" not in trace.not_recorded
         context_ids = [c.chunk_id for c in trace.context_chunks]
         cited = [c.chunk_id for c in trace.citations]
         failures = deterministic_failures(values)
-        details = doc["per_config"][cfg]["case_details"][case_id]
+        details = doc.per_config[cfg].case_details[case_id]
         views.append({
             "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
             "difficulty": case.difficulty or "", "question": case.question,
-            "expected": case.expected_answer or "", "expected_behavior": details["expected_behavior"] or NOT_RECORDED,
-            "observed_behavior": details["observed_behavior"] or NOT_RECORDED,
+            "expected": case.expected_answer or "", "expected_behavior": details.expected_behavior or NOT_RECORDED,
+            "observed_behavior": details.observed_behavior or NOT_RECORDED,
             "failures": [DESCRIPTIONS[f] for f in failures],
-            "judge_status": verdict.get("status", "–"), "judge_reason": verdict.get("reason") or "",
-            "headline": (verdict.get("criteria", {}).get(headline[0]) or {}).get("value") if headline else None,
+            "judge_status": verdict.status if verdict is not None else "–",
+            "judge_reason": (verdict.reason if verdict is not None else None) or "",
+            "headline": value.value if value is not None else None,
             "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
                            "relevant": case.relevance.get(cid, 0) > 0,
                            "in_context": (cid in context_ids) if context_known else None}
@@ -115,43 +123,48 @@ def _case_views(doc: dict[str, Any], dataset: Dataset,
             "answer": highlight(trace.answer or "", claims),
             "claims": claims, "failed": failed,
             "unstable": [unstable_text(u) for u in shaky.get((cfg, case_id), [])],
-            "leaks": doc["per_config"][cfg]["case_details"][case_id]["acl_leaks"],
+            "leaks": details.acl_leaks,
         })
     return views
 
 
-def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
-    configs = doc["configs"]
+def _value(values: Mapping[str, MetricValue], metric: str) -> float | None:
+    found = values.get(metric)
+    return found.value if found is not None else None
+
+
+def _charts(doc: ReportDocument) -> dict[str, Markup]:
+    configs = doc.configs
     out: dict[str, Markup] = {}
-    tags = sorted({t for c in configs for t in doc["per_config"][c]["by_tag"]})
+    tags = sorted({t for c in configs for t in doc.per_config[c].by_tag})
     for metric in TAG_METRICS[:2] + ("behavior_correct",):
         series: dict[str, Sequence[float | None]] = {
-            c: [(doc["per_config"][c]["by_tag"].get(t, {}).get(metric) or {}).get("value") for t in tags]
-            for c in configs}
+            c: [_value(doc.per_config[c].by_tag.get(t, {}), metric) for t in tags] for c in configs}
         out[f"tag_{metric}"] = Markup(charts.grouped_bars(f"{metric} by tag", tags, series))
     if len(configs) >= 2:
         a, b = configs[0], configs[-1]
         deltas = []
         for m in headline_metrics(doc):
-            va = (doc["per_config"][a]["aggregate"].get(m) or {}).get("value")
-            vb = (doc["per_config"][b]["aggregate"].get(m) or {}).get("value")
+            va = _value(doc.per_config[a].aggregate, m)
+            vb = _value(doc.per_config[b].aggregate, m)
             if va is not None and vb is not None and abs(va) <= 1 and abs(vb) <= 1:
                 deltas.append((m, vb - va))
         out["deltas"] = Markup(charts.delta_bars(f"metric deltas: {b} minus {a}", deltas))
-    calibration = doc.get("calibration")
-    if calibration:
+    calibration = doc.calibration
+    if calibration is not None:
         rows = []
-        for criterion, stats in calibration["criteria"].items():
-            j = stats["judge_vs_human"]
+        for criterion, stats in calibration.criteria.items():
+            j = stats.judge_vs_human
             rows.append((f"judge~human {criterion}", j["kappa"], j["ci_low"], j["ci_high"]))
-            for pair, inter in stats["inter_rater"].items():
+            for pair, inter in stats.inter_rater.items():
                 rows.append((f"{pair} {criterion}", inter["kappa"], inter["ci_low"], inter["ci_high"]))
             out[f"confusion_{criterion}"] = Markup(charts.confusion(
-                f"{criterion}: judge vs {calibration['primary_rater']}", j["labels"], j["confusion"]))
+                f"{criterion}: judge vs {calibration.primary_rater}", j["labels"], j["confusion"]))
         out["kappa"] = Markup(charts.interval("Cohen's kappa with 95% CI", rows,
-                                              threshold=doc["gates"]["rules"]["min_kappa"]))
-        for criterion, stats in calibration["criteria"].items():
-            block = stats.get("selective")
+                                              threshold=doc.gates.rules.min_kappa))
+        for criterion, stats in calibration.criteria.items():
+            # the record's selective block: an extra field of the criterion, as the record has it
+            block = (stats.model_extra or {}).get("selective")
             if block:
                 fit = block["cutoff"]
                 out[f"reliability_{criterion}"] = Markup(charts.reliability_diagram(
@@ -162,26 +175,26 @@ def _charts(doc: dict[str, Any]) -> dict[str, Markup]:
     return out
 
 
-def _trust_note(doc: dict[str, Any]) -> Markup:
+def _trust_note(doc: ReportDocument) -> Markup:
     """The judge's trust status, shown above every place where its findings are read."""
-    trust = doc.get("gates", {}).get("trust", {})
+    trust = doc.gates.trust
     if not trust:
         return Markup("")
-    ok = all(t["trusted"] for t in trust.values())
+    ok = all(t.trusted for t in trust.values())
     head = ("Judge trusted: its agreement with human labels is proven for every metric." if ok else
             "Judge untrusted: its findings are advisory. Its agreement with human labels is not proven "
             f"(see the {README_TRUST}); read each finding against the chunks before acting on it.")
-    items = Markup("").join(Markup("<li><code>{}</code>: {}</li>").format(m, t["reason"]) for m, t in trust.items())
+    items = Markup("").join(Markup("<li><code>{}</code>: {}</li>").format(m, t.reason) for m, t in trust.items())
     return Markup('<div class="trust{}"><strong>{}</strong><ul>{}</ul></div>').format(" ok" if ok else "", head, items)
 
 
-def _trust_short(doc: dict[str, Any]) -> str:
-    trust = doc.get("gates", {}).get("trust", {})
+def _trust_short(doc: ReportDocument) -> str:
+    trust = doc.gates.trust
     if not trust:
         return "no trust status"
-    if all(t["trusted"] for t in trust.values()):
+    if all(t.trusted for t in trust.values()):
         return "judge trusted"
-    return "judge untrusted, findings advisory: " + "; ".join(f"{m}: {t['reason']}" for m, t in trust.items())
+    return "judge untrusted, findings advisory: " + "; ".join(f"{m}: {t.reason}" for m, t in trust.items())
 
 
 def _trend_chart(trend: dict[str, Any]) -> Markup:
@@ -190,16 +203,17 @@ def _trend_chart(trend: dict[str, Any]) -> Markup:
         breaks=trend["breaks"], drops=[(i, m) for i, m in trend["drops"]]))
 
 
-def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | None = None) -> str:
-    """``trend``: the run history's points for the trend chart (``history.trend_view``), if kept."""
+def render_html(doc: ReportDocument, dataset: Dataset, trend: dict[str, Any] | None = None) -> str:
+    """The page for the run's typed report ``doc``. ``trend``: the run history's points for the
+    trend chart (``history.trend_view``), if kept."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = number
     source = resources.files("groundjudge.report").joinpath("templates/report.html.j2").read_text("utf-8")
     template = env.from_string(source)
     # Only what the page can show is kept: the first MAX_DRILL_DOWNS pairs and failed pairs (a
     # nightly run's pairs, all listed, would take memory for nothing)
-    first: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
-    failing: list[tuple[str, str, dict[str, Any], dict[str, Any], bool]] = []
+    first: list[Pair] = []
+    failing: list[Pair] = []
     total = failed_total = 0
     for pair in _pairs(doc):
         total += 1
@@ -218,12 +232,12 @@ def render_html(doc: dict[str, Any], dataset: Dataset, trend: dict[str, Any] | N
     else:
         shown = first
     cases = _case_views(doc, dataset, shown)
-    criteria = doc.get("judge", {}).get("criteria", [])
+    criteria = doc.judge.criteria
     return template.render(
-        doc=doc, configs=doc["configs"], metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
+        doc=doc, configs=doc.configs, metrics=headline_metrics(doc), charts=_charts(doc), cases=cases,
         trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
-        headline_metric=criteria[0]["metric"] if criteria else None,
+        headline_metric=criteria[0].metric if criteria else None,
         failed=[c for c in cases if c["failed"]], failed_total=failed_total, cap_note=cap_note,
         verdict_class=VERDICT_CLASS,
     )

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
 from groundjudge.report.numbers import number, summary
 from groundjudge.report.review_section import review_lines
+
+if TYPE_CHECKING:
+    from groundjudge.judge.results import MetricValue
+    from groundjudge.report.document import (
+        CalibrationSummary,
+        DecidingRecord,
+        MetricsDocument,
+        RecordListing,
+        ReportDocument,
+    )
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -20,7 +30,7 @@ HEADLINE = (
 TAG_METRICS = ("recall@5", "mrr@10", "context_recall", "behavior_correct", "must_contain")
 
 
-def fmt(value: dict[str, Any] | None) -> str:
+def fmt(value: MetricValue | None) -> str:
     return summary(value)
 
 
@@ -36,15 +46,23 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _leak_lines(doc: dict[str, Any]) -> list[str]:
+def _report(doc: MetricsDocument) -> ReportDocument | None:
+    """``doc`` when it is a run's report (with judge, gates and calibration), else None."""
+    from groundjudge.report.document import ReportDocument
+
+    return doc if isinstance(doc, ReportDocument) else None
+
+
+def _leak_lines(doc: MetricsDocument) -> list[str]:
     """ACL leaks, said in terms of the verdict: leaks in a gated config block it; leaks in a
     config no gate covers are critical for that config but do not change this verdict."""
-    leaks = {cfg: [cid for cid, d in doc["per_config"][cfg]["case_details"].items() if d["acl_leaks"]]
-             for cfg in doc["configs"]}
+    leaks = {cfg: [cid for cid, d in doc.per_config[cfg].case_details.items() if d.acl_leaks]
+             for cfg in doc.configs}
     leaks = {cfg: ids for cfg, ids in leaks.items() if ids}
     if not leaks:
         return []
-    gated = doc.get("gates", {}).get("gated_configs")
+    report = _report(doc)
+    gated = report.gates.gated_configs if report is not None else None
     out = []
     for cfg, ids in leaks.items():
         cases = ", ".join(map(markdown_code, ids))
@@ -60,14 +78,14 @@ def _leak_lines(doc: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _unrecorded_lines(doc: dict[str, Any]) -> list[str]:
+def _unrecorded_lines(doc: MetricsDocument) -> list[str]:
     """The metrics left without cases because the inputs did not record what they read, per
     config and reason: null, never 0, and no finding."""
     found: dict[tuple[str, str], list[str]] = {}
-    for cfg in doc["configs"]:
-        for metric, agg in doc["per_config"][cfg]["aggregate"].items():
-            if agg and agg.get("reason"):
-                found.setdefault((cfg, agg["reason"]), []).append(metric)
+    for cfg in doc.configs:
+        for metric, agg in doc.per_config[cfg].aggregate.items():
+            if agg.reason:
+                found.setdefault((cfg, agg.reason), []).append(metric)
     if not found:
         return []
     out = ["", "### Not recorded by the inputs", "",
@@ -78,8 +96,8 @@ def _unrecorded_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def headline_metrics(doc: dict[str, Any]) -> list[str]:
-    present = {m for cfg in doc["per_config"].values() for m in cfg["aggregate"]}
+def headline_metrics(doc: MetricsDocument) -> list[str]:
+    present = {m for cfg in doc.per_config.values() for m in cfg.aggregate}
     return [m for m in HEADLINE if m in present] or sorted(present)
 
 
@@ -97,40 +115,46 @@ def _skipped_lines(skipped: dict[str, str] | None) -> list[str]:
     return lines
 
 
-def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "groundjudge metrics report",
+def render_markdown(doc: MetricsDocument, *, top_failed: int = 15, title: str = "groundjudge metrics report",
                     preface: str = "") -> str:
-    configs = doc["configs"]
-    acc = doc["accounting"]
+    """report.md of ``doc``: a run's metrics document, or its whole report (a
+    :class:`~groundjudge.report.document.ReportDocument`: then with the judge's findings among
+    the failed cases, the gates' view of ACL leaks, and calibration)."""
+    configs = doc.configs
+    acc = doc.accounting
+    report = _report(doc)
     out = [f"# {title}", ""] + ([preface] if preface else [])
     out += _leak_lines(doc)
-    trec = "qrels" in doc.get("inputs", {})
+    trec = "qrels" in doc.inputs
     out += ["## Accounting", "",
-            f"- queries in the qrels: {acc['cases']}" if trec
-            else f"- cases in the golden set: {acc['cases']}" if doc.get("inputs", {}).get("golden", "-")
-            else f"- cases (no golden set: one per trace): {acc['cases']}",
-            *(f"- {markdown_code(cfg)}: {n} scored, {len(acc['missing_trace'].get(cfg, []))} without a trace"
-              + (f" ({', '.join(map(markdown, acc['missing_trace'][cfg][:10]))})"
-                 if acc['missing_trace'].get(cfg) else "")
-              for cfg, n in acc["scored"].items()),
+            f"- queries in the qrels: {acc.cases}" if trec
+            else f"- cases in the golden set: {acc.cases}" if doc.inputs.get("golden", "-")
+            else f"- cases (no golden set: one per trace): {acc.cases}",
+            *(f"- {markdown_code(cfg)}: {n} scored, {len(acc.missing_trace.get(cfg, []))} without a trace"
+              + (f" ({', '.join(map(markdown, acc.missing_trace[cfg][:10]))})"
+                 if acc.missing_trace.get(cfg) else "")
+              for cfg, n in acc.scored.items()),
             *([] if trec else [
-                f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc['missing_text'].values()))}",
-                f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc['unresolved_chunk_ids'].values()))}"]),
-            *([f"- run queries not in the qrels (left out of means): {len(acc['run_queries_not_in_qrels'])}"]
-              if trec and acc.get("run_queries_not_in_qrels") is not None else []),
-            *_skipped_lines(acc.get("skipped_traces")),
+                f"- context chunks with no text anywhere (`missing_text`): {sum(map(len, acc.missing_text.values()))}",
+                f"- retrieved or cited ids unknown to the corpus: {sum(map(len, acc.unresolved_chunk_ids.values()))}"]),
+            *([f"- run queries not in the qrels (left out of means): {len(acc.run_queries_not_in_qrels)}"]
+              if trec and acc.run_queries_not_in_qrels is not None else []),
+            *_skipped_lines(acc.skipped_traces),
             ""]
     out += ["## Aggregate metrics per config", "",
             "Each value is a mean over the cases where the metric is defined; n is that count.", ""]
     out += _table(["metric", *map(markdown, configs)],
-                  [[markdown(m), *(fmt(doc["per_config"][cfg]["aggregate"].get(m)) for cfg in configs)]
+                  [[markdown(m), *(fmt(doc.per_config[cfg].aggregate.get(m)) for cfg in configs)]
                    for m in headline_metrics(doc)])
     out += _unrecorded_lines(doc)
-    for heading, key, column in (("By tag", "by_tag", "tag"), ("By difficulty", "by_difficulty", "difficulty")):
-        if not any(doc["per_config"][cfg][key] for cfg in configs):
+    breakdowns = (("By tag", "tag", {cfg: doc.per_config[cfg].by_tag for cfg in configs}),
+                  ("By difficulty", "difficulty", {cfg: doc.per_config[cfg].by_difficulty for cfg in configs}))
+    for heading, column, per_config in breakdowns:
+        if not any(per_config.values()):
             continue  # TREC runs have neither tags nor difficulty
         out += ["", f"## {heading}", ""]
         for cfg in configs:
-            groups = doc["per_config"][cfg][key]
+            groups = per_config[cfg]
             metrics = [m for m in TAG_METRICS if any(m in s for s in groups.values())]
             out += [f"### {markdown_code(cfg)}", ""]
             out += _table([column, *map(markdown, metrics)],
@@ -140,11 +164,11 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
     out += ["## Top failed cases", "",
             ("Stage: where the case went wrong first (ACL leak, wrong behaviour, retrieval missed, context "
             "dropped, answer unsupported, citation misattributed)."), ""]
-    judge = doc.get("judge", {}).get("per_config", {})
     rows = []
     for cfg in configs:
-        for cid, values in doc["per_config"][cfg]["per_case"].items():
-            classes = [c["class"] for c in judge.get(cfg, {}).get("cases", {}).get(cid, {}).get("claims", [])]
+        for cid, values in doc.per_config[cfg].per_case.items():
+            verdict = report.judge.case(cfg, cid) if report is not None else None
+            classes: list[str] = [c.klass for c in verdict.claims] if verdict is not None else []
             stage = failure_stage(values, classes)
             if stage:
                 failed = deterministic_failures(values)
@@ -156,26 +180,26 @@ def render_markdown(doc: dict[str, Any], *, top_failed: int = 15, title: str = "
                         "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
                        for _, cfg, cid, stage, failed in rows[:top_failed]])
         if len(rows) > top_failed:
-            where = "report.json" if doc.get("kind") == "groundjudge.report" else "metrics.json"
+            where = "report.json" if doc.kind == "groundjudge.report" else "metrics.json"
             out.append(f"\n… and {len(rows) - top_failed} more in {where}.")
     else:
         out.append("None.")
-    calibration = doc.get("calibration")
-    if calibration:
+    calibration = report.calibration if report is not None else None
+    if calibration is not None:
         out += calibration_lines(calibration)
         out += review_lines(calibration)
     out += _version_lines(doc)
-    prov = doc["provenance"]
+    prov = doc.provenance
     out += ["", "## Provenance", "",
-            f"groundjudge {markdown(prov['tool_version'])}, commit {markdown(prov['git_commit'] or 'unknown')}"
-            + (" (dirty)" if prov["git_dirty"] else "") + f", Python {prov['python']}.", ""]
+            f"groundjudge {markdown(prov.tool_version)}, commit {markdown(prov.git_commit or 'unknown')}"
+            + (" (dirty)" if prov.git_dirty else "") + f", Python {prov.python}.", ""]
     return "\n".join(out)
 
 
-def _version_lines(doc: dict[str, Any]) -> list[str]:
+def _version_lines(doc: MetricsDocument) -> list[str]:
     """The versions the traces carry (eval set, corpus, chunking, index, prompt, generator...),
     per config: what a number in this report was measured on."""
-    per = {cfg: doc["per_config"][cfg].get("versions") or {} for cfg in doc["configs"]}
+    per = {cfg: doc.per_config[cfg].versions for cfg in doc.configs}
     keys = sorted({k for v in per.values() for k in v})
     if not keys:
         return []
@@ -184,33 +208,33 @@ def _version_lines(doc: dict[str, Any]) -> list[str]:
         [[markdown(cfg), *(", ".join(map(markdown, v.get(k, []))) or "—" for k in keys)] for cfg, v in per.items()])
 
 
-def _record_cell(ref: dict[str, Any] | None, fallback: str) -> str:
-    if not ref:
+def _record_cell(ref: DecidingRecord | RecordListing | None, fallback: str) -> str:
+    if ref is None:
         return markdown_code(Path(fallback).name)
-    labels = f"labels {markdown(ref['labels_hash'][:12])}" if ref.get("labels_hash") \
+    labels = f"labels {markdown(ref.labels_hash[:12])}" if ref.labels_hash \
         else "labels unrecorded (legacy record)"
-    raters = ", ".join(f"{markdown(name)} {count}" for name, count in ref["raters"].items())
-    return f"{markdown_code(Path(ref['path'] or '').name)} ({labels}, raters {raters})"
+    raters = ", ".join(f"{markdown(name)} {count}" for name, count in ref.raters.items())
+    return f"{markdown_code(Path(ref.path or '').name)} ({labels}, raters {raters})"
 
 
-def calibration_lines(calibration: dict[str, Any]) -> list[str]:
+def calibration_lines(calibration: CalibrationSummary) -> list[str]:
     """Per criterion, the agreement of the record that decides its trust and that record (file,
     labels hash, raters; n in its own column), then this judge's records that decide nothing."""
-    rule = calibration.get("rule")
+    rule = calibration.rule
     out = ["", "## Calibration", "",
-           (f"Judge against {markdown_code(calibration['primary_rater'])}, beside human–human agreement; per "
+           (f"Judge against {markdown_code(calibration.primary_rater)}, beside human–human agreement; per "
            f"criterion, the record that decides trust ({markdown(rule or 'the newest record')}).")]
-    decided_by = calibration.get("decided_by") or {}
+    decided_by = calibration.decided_by
     out += [""] + _table(
         ["criterion", "n", "agreement", "kappa", "95% CI", "human~human kappa", "deciding record"],
-        [[markdown(name), str(st["judge_vs_human"]["n"]), _num(st["judge_vs_human"]["observed"]),
-          _num(st["judge_vs_human"]["kappa"]),
-          f"[{_num(st['judge_vs_human']['ci_low'])}, {_num(st['judge_vs_human']['ci_high'])}]",
-          "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st["inter_rater"].values()) or "–",
-          _record_cell(decided_by.get(name), calibration["path"])]
-         for name, st in calibration["criteria"].items()])
-    idle = [r for r in calibration.get("records") or [] if not r["decides"]]
+        [[markdown(name), str(st.judge_vs_human["n"]), _num(st.judge_vs_human["observed"]),
+          _num(st.judge_vs_human["kappa"]),
+          f"[{_num(st.judge_vs_human['ci_low'])}, {_num(st.judge_vs_human['ci_high'])}]",
+          "; ".join(f"{_num(i['kappa'])} (n={i['n']})" for i in st.inter_rater.values()) or "–",
+          _record_cell(decided_by.get(name), calibration.path)]
+         for name, st in calibration.criteria.items()])
+    idle = [r for r in calibration.records if not r.decides]
     if idle:
         out += ["", "Other records of this judge, outranked for every criterion: " + "; ".join(
-            _record_cell(r, "") + " n " + ", ".join(f"{markdown(c)} {n}" for c, n in r["n"].items()) for r in idle) + "."]
+            _record_cell(r, "") + " n " + ", ".join(f"{markdown(c)} {n}" for c, n in r.n.items()) for r in idle) + "."]
     return out

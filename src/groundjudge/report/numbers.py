@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from groundjudge.judge.results import MetricValue
 
 MISSING = "–"
 
@@ -16,10 +19,11 @@ def number(value: float | None, digits: int | None = None, *, missing: str = MIS
     return f"{value:.{digits}f}"
 
 
-def summary(value: dict[str, Any] | None, digits: int | None = None) -> str:
-    """A ``{value, n}`` mean: the value and its denominator; ``null (n=0)`` when undefined."""
-    if not value:
+def summary(value: MetricValue | None, digits: int | None = None) -> str:
+    """A mean with its denominator: the value and n; ``null (n=0)`` when undefined, a dash when
+    there is no such metric."""
+    if value is None:
         return MISSING
-    if value["value"] is None:
-        return f"null (n={value['n']})"
-    return f"{number(value['value'], digits)} (n={value['n']})"
+    if value.value is None:
+        return f"null (n={value.n})"
+    return f"{number(value.value, digits)} (n={value.n})"

@@ -23,9 +23,13 @@ and are counted, not written.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundjudge.load.adapters.otlp_json import to_any_value
+
+if TYPE_CHECKING:
+    from groundjudge.judge.results import CaseJudgement
+    from groundjudge.report.document import ReportDocument
 
 __all__ = ["EVENT_NAME", "evaluation_events", "explanation"]
 
@@ -38,56 +42,54 @@ def _attributes(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": to_any_value(v)} for k, v in values.items() if v is not None]
 
 
-def explanation(criterion: str, case: Mapping[str, Any]) -> str:
+def explanation(criterion: str, case: CaseJudgement) -> str:
     """Why the verdict is what it is, in a line or a few: the claims that fail it."""
-    claims = list(case.get("claims") or ())
+    claims = case.claims
     if criterion == "citations_supported":
-        bad = [c["claim"] for c in claims if c.get("cited") and c.get("class") not in ("cited_support",)]
+        bad = [c.claim for c in claims if c.cited and c.klass != "cited_support"]
         text = ("cited passages that do not support the claim: " + " | ".join(bad)) if bad else \
             "every cited passage supports its claim" if claims else ""
     elif criterion == "faithful":
-        bad = [c["claim"] for c in claims if c.get("verdict") != "supported"]
+        bad = [c.claim for c in claims if c.verdict != "supported"]
         text = ("unsupported claims: " + " | ".join(bad)) if bad else \
             "every claim is supported by the passages" if claims else ""
     else:
         text = ""
-    reason = case.get("judge_reason")
+    reason = case.judge_reason
     return "; ".join(part for part in (text, reason) if part)
 
 
-def _records(doc: Mapping[str, Any], spans: Mapping[tuple[str, str], tuple[str, str]], time_ns: int,
+def _records(doc: ReportDocument, spans: Mapping[tuple[str, str], tuple[str, str]], time_ns: int,
              report_url: str | None) -> Iterator[dict[str, Any] | None]:
-    judge = doc["judge"]
-    identity = judge.get("identity") or {}
-    rubric = identity.get("rubric") or {}
-    trust = (doc.get("gates") or {}).get("trust") or {}
-    criteria = judge.get("criteria") or []
-    for config_id, section in (judge.get("per_config") or {}).items():
-        for case_id, case in section["cases"].items():
-            if case.get("status") != "judged":
+    judge = doc.judge
+    identity = judge.identity
+    rubric = identity.rubric
+    trust = doc.gates.trust
+    for config_id, section in judge.per_config.items():
+        for case_id, case in section.cases.items():
+            if case.status != "judged":
                 continue
             ids = spans.get((config_id, case_id))
             if ids is None:
                 yield None
                 continue
-            for criterion in criteria:
-                verdict = (case.get("criteria") or {}).get(criterion["name"]) or {}
-                label = verdict.get("label")
-                if label is None:  # not asked of this case (correctness without an expected answer)
+            for criterion in judge.criteria:
+                verdict = case.criteria.get(criterion.name)
+                label = verdict.label if verdict is not None else None
+                if verdict is None or label is None:  # not asked of this case (correctness without an expected answer)
                     continue
-                metric = criterion.get("metric") or criterion["name"]
-                trusted = trust.get(metric) or {}
+                metric = criterion.metric or criterion.name
+                trusted = trust.get(metric)
                 attrs = {
                     "gen_ai.evaluation.name": metric,
-                    "gen_ai.evaluation.score.value": float(verdict["value"]) if verdict.get("value") is not None
-                    else None,
+                    "gen_ai.evaluation.score.value": float(verdict.value) if verdict.value is not None else None,
                     "gen_ai.evaluation.score.label": ("pass" if label else "fail") if isinstance(label, bool) else str(label),
-                    "gen_ai.evaluation.explanation": explanation(criterion["name"], case) or None,
-                    "groundjudge.criterion": criterion["name"],
-                    "groundjudge.rubric": f"{rubric.get('id')} v{rubric.get('version')}" if rubric else None,
-                    "groundjudge.judge.model": identity.get("model"),
-                    "groundjudge.trusted": trusted.get("trusted"),
-                    "groundjudge.trust_reason": trusted.get("reason"),
+                    "gen_ai.evaluation.explanation": explanation(criterion.name, case) or None,
+                    "groundjudge.criterion": criterion.name,
+                    "groundjudge.rubric": f"{rubric.id} v{rubric.version}",
+                    "groundjudge.judge.model": identity.model,
+                    "groundjudge.trusted": trusted.trusted if trusted is not None else None,
+                    "groundjudge.trust_reason": trusted.reason if trusted is not None else None,
                     "groundjudge.config_id": config_id,
                     "groundjudge.case_id": case_id,
                     "groundjudge.report": report_url,
@@ -97,16 +99,15 @@ def _records(doc: Mapping[str, Any], spans: Mapping[tuple[str, str], tuple[str, 
                        "traceId": ids[0], "spanId": ids[1], "attributes": _attributes(attrs)}
 
 
-def evaluation_events(doc: Mapping[str, Any], spans: Mapping[tuple[str, str], tuple[str, str]], *, time_ns: int,
+def evaluation_events(doc: ReportDocument, spans: Mapping[tuple[str, str], tuple[str, str]], *, time_ns: int,
                       report_url: str | None = None) -> tuple[list[dict[str, Any]], int, int]:
-    """The verdicts of the run report ``doc`` (report.json's content) as OTLP JSON ``LogsData``
-    objects, one per line to write, each of up to 512 events; ``spans`` maps (config id, case
-    id) to the graded span's (trace id, span id). Returns the objects, the number of events and
-    the number of judged cases with no span to link to."""
-    provenance = doc.get("provenance") or {}
-    resource = {"attributes": _attributes({"service.name": "groundjudge",
-                                           "service.version": provenance.get("tool_version")})}
-    scope = {"name": "groundjudge", "version": provenance.get("tool_version") or ""}
+    """The verdicts of the run's report ``doc`` as OTLP JSON ``LogsData`` objects, one per line
+    to write, each of up to 512 events; ``spans`` maps (config id, case id) to the graded span's
+    (trace id, span id). Returns the objects, the number of events and the number of judged
+    cases with no span to link to."""
+    version = doc.provenance.tool_version
+    resource = {"attributes": _attributes({"service.name": "groundjudge", "service.version": version})}
+    scope = {"name": "groundjudge", "version": version or ""}
     lines: list[dict[str, Any]] = []
     batch: list[dict[str, Any]] = []
     written = unlinked = 0

@@ -12,56 +12,60 @@ annotations instead of adding more.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundjudge.report.otel_events import explanation
+
+if TYPE_CHECKING:
+    from groundjudge.report.document import ReportDocument
 
 __all__ = ["IDENTIFIER", "annotate", "span_annotations"]
 
 IDENTIFIER = "groundjudge"
 
 
-def span_annotations(doc: Mapping[str, Any], spans: Mapping[tuple[str, str], tuple[str, str]],
-                report_url: str | None) -> list[dict[str, Any]]:
-    """The span annotations for the run report ``doc`` (Phoenix's SpanAnnotationData shape);
+def span_annotations(doc: ReportDocument, spans: Mapping[tuple[str, str], tuple[str, str]],
+                     report_url: str | None) -> list[dict[str, Any]]:
+    """The span annotations for the run's report ``doc`` (Phoenix's SpanAnnotationData shape);
     ``spans`` maps (config id, case id) to the graded (trace id, span id)."""
-    judge = doc["judge"]
-    identity = judge.get("identity") or {}
-    rubric = identity.get("rubric") or {}
-    trust = (doc.get("gates") or {}).get("trust") or {}
+    judge = doc.judge
+    identity = judge.identity
+    rubric = identity.rubric
+    trust = doc.gates.trust
     out = []
-    for config_id, section in (judge.get("per_config") or {}).items():
-        for case_id, case in section["cases"].items():
+    for config_id, section in judge.per_config.items():
+        for case_id, case in section.cases.items():
             ids = spans.get((config_id, case_id))
-            if case.get("status") != "judged" or ids is None:
+            if case.status != "judged" or ids is None:
                 continue
-            unsupported = [c["claim"] for c in case.get("claims") or () if c.get("verdict") != "supported"]
-            for criterion in judge.get("criteria") or []:
-                verdict = (case.get("criteria") or {}).get(criterion["name"]) or {}
-                label = verdict.get("label")
-                if label is None:
+            unsupported = [c.claim for c in case.claims if c.verdict != "supported"]
+            for criterion in judge.criteria:
+                verdict = case.criteria.get(criterion.name)
+                label = verdict.label if verdict is not None else None
+                if verdict is None or label is None:
                     continue
-                metric = criterion.get("metric") or criterion["name"]
-                trusted = trust.get(metric) or {}
+                metric = criterion.metric or criterion.name
+                trusted = trust.get(metric)
                 result: dict[str, Any] = {"label": ("pass" if label else "fail") if isinstance(label, bool) else str(label)}
-                if verdict.get("value") is not None:
-                    result["score"] = float(verdict["value"])
-                why = explanation(criterion["name"], case)
+                if verdict.value is not None:
+                    result["score"] = float(verdict.value)
+                why = explanation(criterion.name, case)
                 if why:
                     result["explanation"] = why
                 out.append({
                     "name": metric, "annotator_kind": "LLM", "span_id": ids[1], "identifier": IDENTIFIER,
                     "result": result,
-                    "metadata": {criterion["name"]: label, "unsupported_claims": unsupported,
-                                 "rubric": f"{rubric.get('id')} v{rubric.get('version')}",
-                                 "rubric_hash": rubric.get("hash"), "judge_model": identity.get("model"),
-                                 "trusted": trusted.get("trusted"), "trust_reason": trusted.get("reason"),
+                    "metadata": {criterion.name: label, "unsupported_claims": unsupported,
+                                 "rubric": f"{rubric.id} v{rubric.version}",
+                                 "rubric_hash": rubric.hash, "judge_model": identity.model,
+                                 "trusted": trusted.trusted if trusted is not None else None,
+                                 "trust_reason": trusted.reason if trusted is not None else None,
                                  "config_id": config_id, "case_id": case_id, "report": report_url},
                 })
     return out
 
 
-def annotate(client: Any, doc: Mapping[str, Any], spans: Mapping[tuple[str, str], tuple[str, str]],
+def annotate(client: Any, doc: ReportDocument, spans: Mapping[tuple[str, str], tuple[str, str]],
              report_url: str | None) -> int:
     """Write the annotations through Phoenix's client (``phoenix.client.Client``); returns how many."""
     rows = span_annotations(doc, spans, report_url)

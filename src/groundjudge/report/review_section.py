@@ -4,10 +4,13 @@ and labels goes through ``groundjudge.inert``: it is data, never markup."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.report.numbers import number
+
+if TYPE_CHECKING:
+    from groundjudge.report.document import CalibrationSummary
 
 CLAIM_SHOWN = 160  # characters of a claim or span in a table cell; report.json keeps it whole
 
@@ -30,11 +33,12 @@ def _example(e: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def review_lines(calibration: dict[str, Any]) -> list[str]:
-    """Markdown lines, nothing when no criterion of the record carries a review."""
+def review_lines(calibration: CalibrationSummary) -> list[str]:
+    """Markdown lines, nothing when no criterion of the record carries a review (a criterion's
+    ``review``, as the record has it: a JSON object)."""
     out: list[str] = []
-    for name, stats in calibration.get("criteria", {}).items():
-        review = stats.get("review")
+    for name, stats in calibration.criteria.items():
+        review = (stats.model_extra or {}).get("review")
         if not review:
             continue
         out += ["", f"### {markdown(name)}: disagreements by cause ({review['disagreements']})", "",

@@ -25,6 +25,7 @@ from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
 from groundjudge.inert import markdown, markdown_code
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
+from groundjudge.report.document import ReportDocument
 from groundjudge.report.judge_section import trust_lines
 from groundjudge.report.selective_section import abstention_text, queue_lines
 from groundjudge.report.stability_section import stability_note, unstable_by_case, unstable_text
@@ -69,17 +70,20 @@ def _text(dataset: Dataset, config_id: str, case_id: str, chunk_id: str) -> str 
     return dataset.corpus.text_of(chunk_id)
 
 
-def triage_records(dataset: Dataset, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def triage_records(dataset: Dataset, doc: ReportDocument) -> list[dict[str, Any]]:
+    """Every finding of the run (``doc``, its typed report) as a triage.jsonl row."""
     return [record for group in triage_groups(dataset, doc) for record in group]
 
 
-def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
-    """The findings of one (config, case) at a time, in the order of ``triage_records``."""
-    judge = doc.get("judge", {}).get("per_config", {})
-    selective = (doc.get("gates") or {}).get("selective") or {}
-    queued = {(q["config_id"], q["case_id"]): q for q in selective.get("queue") or []}
-    shaky = unstable_by_case(doc)
-    for config_id in doc["configs"]:
+def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[str, Any]]]:
+    """The findings of one (config, case) at a time, in the order of ``triage_records``: rows
+    (plain JSON objects) made from the run's typed verdicts, gates and stability check."""
+    selective = doc.gates.selective
+    queued = {(q.config_id, q.case_id): q for q in selective.queue} if selective is not None else {}
+    shaky = unstable_by_case(doc.stability)
+    for config_id in doc.configs:
+        section = doc.judge.per_config.get(config_id)
+        verdicts = section.cases if section is not None else {}
         for case_id in dataset.cases:
             trace = dataset.trace(config_id, case_id)
             if trace is None:
@@ -92,14 +96,14 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
             waiting = queued.get((config_id, case_id))
             if waiting is not None:
                 facts = retrieval_facts(dataset, config_id, case_id)
-                reasons = waiting.get("reasons") or []
+                reasons = [r.model_dump(mode="json") for r in waiting.reasons]
                 records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
-                                "criteria": waiting["criteria"], "why": queue_why(reasons), "reasons": reasons,
+                                "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
                                 "retrieval": facts})
             unstable = shaky.get((config_id, case_id))
             if unstable:
                 facts = facts or retrieval_facts(dataset, config_id, case_id)
-                records.append({**base, "kind": UNSTABLE, "criteria": [u["criterion"] for u in unstable],
+                records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
                                 "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
             retrieved = None if "retrieved_chunks" in trace.not_recorded else {c.chunk_id for c in trace.retrieved_chunks}
@@ -118,18 +122,19 @@ def triage_groups(dataset: Dataset, doc: dict[str, Any]) -> Iterator[list[dict[s
                                     "cited": [cit.chunk_id],
                                     "chunks": {cit.chunk_id: _text(dataset, config_id, case_id, cit.chunk_id)},
                                     "retrieval": facts})
-            verdict = judge.get(config_id, {}).get("cases", {}).get(case_id, {})
-            for claim in verdict.get("claims", []):
-                kind = CLAIM_KINDS.get(claim["class"])
+            verdict = verdicts.get(case_id)
+            for claim in verdict.claims if verdict is not None else ():
+                kind = CLAIM_KINDS.get(claim.klass)
                 if kind is None:
                     continue
                 facts = facts or retrieval_facts(dataset, config_id, case_id)
-                ids = list(dict.fromkeys([*claim["cited"], *claim["support"]]))
-                records.append({**base, "kind": kind, "claim": claim["claim"], "verdict": claim["verdict"],
-                                "support_probability": claim.get("confidence"),
-                                "model_probability": claim.get("model_confidence"),
-                                "unfound_terms": claim.get("unfound_terms"),
-                                "cited": claim["cited"], "supported_by": claim["support"],
+                ids = list(dict.fromkeys([*claim.cited, *claim.support]))
+                terms = claim.unfound_terms
+                records.append({**base, "kind": kind, "claim": claim.claim, "verdict": claim.verdict,
+                                "support_probability": claim.confidence,
+                                "model_probability": claim.model_confidence,
+                                "unfound_terms": None if terms is None else list(terms),
+                                "cited": list(claim.cited), "supported_by": list(claim.support),
                                 "chunks": {i: _text(dataset, config_id, case_id, i) for i in ids},
                                 "retrieval": facts})
             if records:
@@ -244,12 +249,12 @@ def _retrieval_line(facts: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_triage_markdown(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> str:
+def render_triage_markdown(records: list[dict[str, Any]], doc: ReportDocument | None = None) -> str:
     """Findings grouped by case; with the run's report (``doc``), the judge's trust status first."""
     return "".join(triage_markdown_chunks(records, doc))
 
 
-def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | None = None) -> Iterator[str]:
+def triage_markdown_chunks(records: list[dict[str, Any]], doc: ReportDocument | None = None) -> Iterator[str]:
     """``render_triage_markdown`` in pieces, one case at a time."""
     yield _markdown_header(len(records), sum(1 for r in records if r["kind"] == AWAITS_PERSON), doc,
                            unstable=sum(1 for r in records if r["kind"] == UNSTABLE))
@@ -261,7 +266,7 @@ def triage_markdown_chunks(records: list[dict[str, Any]], doc: dict[str, Any] | 
         yield _case_markdown(items)
 
 
-def write_triage_files(dataset: Dataset, doc: dict[str, Any], jsonl_path: Path, markdown_path: Path) -> None:
+def write_triage_files(dataset: Dataset, doc: ReportDocument, jsonl_path: Path, markdown_path: Path) -> None:
     """``triage.jsonl`` and ``triage.md`` in one pass over the findings, a case at a time: a
     nightly run's findings never exist all at once (as a list they would hold memory for nothing). The
     Markdown's opening counts them, so its case sections go to a temporary file first. The
@@ -279,11 +284,11 @@ def write_triage_files(dataset: Dataset, doc: dict[str, Any], jsonl_path: Path, 
         write_chunks_atomic(markdown_path, chain([head], iter(partial(sections.read, 1 << 20), b"")))
 
 
-def _markdown_header(found: int, waiting: int, doc: dict[str, Any] | None, *, unstable: int = 0) -> str:
+def _markdown_header(found: int, waiting: int, doc: ReportDocument | None, *, unstable: int = 0) -> str:
     out = ["# Triage", ""]
     if doc is not None:
-        out += trust_lines(doc) + queue_lines(doc)
-        note = stability_note(doc)
+        out += trust_lines(doc.gates.trust) + queue_lines(doc.gates.selective)
+        note = stability_note(doc.stability)
         out += [note, ""] if note else []
     out += [f"{found - waiting - unstable} finding(s): unsupported or contradicted claims, misattributed and "
             "invalid citations, grouped by case. Invalid citations are checked deterministically; the "
