@@ -204,3 +204,26 @@ def _qrels_with(tmp_path: Path, grade: str) -> Path:
     path = tmp_path / "edge.txt"
     path.write_text(f"q1 0 d1 1\nq1 0 d2 {grade}\n")
     return path
+
+
+def test_metrics_on_trec_files_loads_no_profile_judge_or_gate_code(tmp_path: Path) -> None:
+    """`groundjudge metrics --qrels Q --run R` with no profile flag reads no profile's knobs and
+    renders report.md from the metrics document alone: the profiles, the judge's engine, the gates
+    and Arrow are never imported (they cost most of such a run's start-up)."""
+    import subprocess
+    import sys
+
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\n")
+    probe = ("import sys\nfrom groundjudge.cli import main\n"
+             f"sys.argv = ['groundjudge', 'metrics', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, "
+             f"'--out', {str(tmp_path / 'out')!r}, '--quiet']\n"
+             "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+             "heavy = ['groundjudge.profiles', 'groundjudge.report.document', 'groundjudge.gate', "
+             "'groundjudge.judge.engine', 'pyarrow', 'scipy']\n"
+             "print(sorted(m for m in heavy if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert "recall@" in (tmp_path / "out" / "report.md").read_text()

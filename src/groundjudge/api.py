@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from groundjudge.load.dataset import Dataset
     from groundjudge.metrics.case import MetricSettings
     from groundjudge.metrics.evaluate import MetricsRun
-    from groundjudge.report.document import MetricsDocument, ReportDocument
+    from groundjudge.report.document import ReportDocument
+    from groundjudge.report.metrics_document import MetricsDocument
     from groundjudge.select import Selection
 
 
@@ -615,12 +616,16 @@ def write_metrics_reports(doc: MetricsDocument | dict[str, Any], out_dir: str | 
     typed document report.md was rendered from (a TREC document, a dict, validated once)."""
     from groundjudge.files import write_json_atomic, write_text_atomic
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
-    from groundjudge.report.document import MetricsDocument, document_json
     from groundjudge.report.markdown import render_markdown
+    from groundjudge.report.metrics_document import MetricsDocument
 
     out_dir = Path(out_dir)
-    typed = doc if isinstance(doc, MetricsDocument) else MetricsDocument.model_validate(doc)
-    content = document_json(doc) if isinstance(doc, MetricsDocument) else doc
+    if isinstance(doc, MetricsDocument):
+        from groundjudge.report.document import document_json
+
+        typed, content = doc, document_json(doc)
+    else:  # a TREC document: written as it is (its counts stay integers), rendered from its model
+        typed, content = MetricsDocument.model_validate(doc), doc
     text = render_markdown(typed)
     if profile is not None:
         section = {"name": profile.name, "passed": profile.passed, "report": profile.report,

@@ -20,7 +20,7 @@ from groundjudge.inert import terminal, terminal_json
 from groundjudge.urls import redact_url
 
 if TYPE_CHECKING:
-    from groundjudge.report.document import MetricsDocument
+    from groundjudge.report.metrics_document import MetricsDocument
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -118,6 +118,9 @@ class RegistryChoice(click.Choice[str]):
         return tuple(self._names())
 
 
+_KNOBS = "groundjudge.knobs"  # ctx.meta: whether this call reads the profiles' knobs
+
+
 class ProfileKnobsCommand(click.Command):
     """A command that also takes every registered profile's knobs as flags (``--gates``,
     ``--scu_enforced``), read from the profiles registry when the command is used, so a
@@ -125,6 +128,8 @@ class ProfileKnobsCommand(click.Command):
     the command (``--k``) takes that option's value."""
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if ctx.meta.get(_KNOBS) is False:
+            return super().get_params(ctx)
         help_option = self.get_help_option(ctx)
         params = [param for param in super().get_params(ctx) if param is not help_option]
         knobs = {opt.opts[0]: opt for opt in _knob_options()}
@@ -138,9 +143,26 @@ class ProfileKnobsCommand(click.Command):
         return params + list(knobs.values()) + ([help_option] if help_option is not None else [])
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The profiles (and what they load) are read only when the call may name a knob: with
+        # --profile, a flag that is no option of the command, or help. A plain call (`metrics
+        # --qrels Q --run R`) starts without them.
+        ctx.meta[_KNOBS] = self._may_name_a_knob(ctx, args)
+        if not ctx.meta[_KNOBS]:
+            return super().parse_args(ctx, args)
         from groundjudge.profiles import profile_knobs
 
         return super().parse_args(ctx, _joined_words(args, {f for k in profile_knobs() if k.words for f in k.flags}))
+
+    def _may_name_a_knob(self, ctx: click.Context, args: list[str]) -> bool:
+        own = {flag for param in super().get_params(ctx) if isinstance(param, click.Option)
+               for flag in (*param.opts, *param.secondary_opts)}
+        for arg in args:
+            if arg == "--":
+                return False
+            flag = arg.partition("=")[0]
+            if flag == "--profile" or flag in ctx.help_option_names or (arg.startswith("-") and flag not in own):
+                return True
+        return False
 
 
 def _knob_dest(flag: str) -> str:
@@ -189,6 +211,8 @@ def profile_flags(ctx: click.Context, profile: str | None) -> dict[str, Any]:
     """The knobs of ``profile`` given on the command line, as ``profile.<name>.<knob>`` settings
     for ``api.resolve_config``. A knob flag that belongs only to other profiles (or given with no
     ``--profile``) is an input error naming the profiles it belongs to."""
+    if ctx.meta.get(_KNOBS) is False:
+        return {}  # neither --profile nor a flag the command does not have: no knob was given
     from groundjudge.profiles import profile_knobs
 
     knobs = profile_knobs()
@@ -972,7 +996,8 @@ def schema(name: str) -> None:
     from groundjudge.contracts import input_schema
 
     if name in ("metrics", "report"):
-        from groundjudge.report.document import MetricsDocument, ReportDocument
+        from groundjudge.report.document import ReportDocument
+        from groundjudge.report.metrics_document import MetricsDocument
 
         model = ReportDocument if name == "report" else MetricsDocument
         click.echo(json.dumps(model.model_json_schema(by_alias=True), indent=2))

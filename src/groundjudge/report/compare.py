@@ -39,10 +39,10 @@ from groundjudge.inert import markdown, markdown_code
 from groundjudge.metrics.change import ALPHA, EXACT_MAX, REPS, paired_change, paired_permutation_p
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
 from groundjudge.metrics.spans import SPAN_METRIC_PREFIXES
-from groundjudge.profiles.registry import CaseOutcomes
 
 if TYPE_CHECKING:
-    from groundjudge.report.document import MetricsDocument
+    from groundjudge.profiles.registry import CaseOutcomes
+    from groundjudge.report.metrics_document import MetricsDocument
 
 __all__ = ["ALPHA", "compare_configs", "compare_run_files", "configs_agreement", "document_agreement",
            "judge_values", "load_run_document", "paired_permutation_p", "profile_agreement", "profile_comparisons",

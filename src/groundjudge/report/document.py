@@ -1,5 +1,8 @@
 """The machine-readable documents, as models: ``metrics.json`` and ``report.json``.
 
+(The models of ``metrics.json`` are in :mod:`.metrics_document`, which loads without the judge and
+gate stages: ``groundjudge metrics`` on TREC files starts in a fraction of a second.)
+
 Both are built from the typed run once, at the edge, and their JSON Schemas
 (``groundjudge schema metrics|report``) are generated from these same models, so the published
 schema cannot drift from what is written. ``schema_version`` 2 is the first version built
@@ -16,7 +19,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
@@ -28,72 +31,18 @@ from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.table import MetricValues
 from groundjudge.provenance import provenance
-from groundjudge.report.versions import SCHEMA_VERSION
+from groundjudge.report.metrics_document import (
+    Accounting,
+    CaseDetail,
+    ConfigMetrics,
+    MetricsDocument,
+    MetricsSettings,
+    Provenance,
+)
 
 
-class _Doc(BaseModel):
+class _Doc(BaseModel):  # as the metrics document's models
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Provenance(_Doc):
-    model_config = ConfigDict(frozen=True, extra="allow")
-    tool: str
-    tool_version: str
-    git_commit: str | None
-    git_dirty: bool | None
-    python: str
-    packages: dict[str, str | None]
-
-
-class CaseDetail(_Doc):
-    observed_behavior: str | None  # None: not recorded (no behaviour field, no answer text)
-    expected_behavior: str | None  # None: the golden set does not record it
-    acl_leaks: list[dict[str, Any]]
-    content_types: list[str]
-
-
-class ConfigMetrics(_Doc):
-    versions: dict[str, list[str]] = Field(default_factory=dict)
-    aggregate: dict[str, MetricValue]
-    by_tag: dict[str, dict[str, MetricValue]]
-    by_difficulty: dict[str, dict[str, MetricValue]]
-    by_content_type: dict[str, dict[str, MetricValue]]
-    per_case: dict[str, dict[str, float | None]]
-    case_details: dict[str, CaseDetail]
-
-
-class Accounting(_Doc):
-    cases: int
-    scored: dict[str, int]
-    missing_trace: dict[str, list[str]]
-    missing_text: dict[str, list[str]]
-    unresolved_chunk_ids: dict[str, list[str]]
-    run_queries_not_in_qrels: list[str] | None = None  # TREC inputs: left out of means
-    # trace exports (otel): traces that could not be made a case -> why; None for other inputs
-    skipped_traces: dict[str, str] | None = None
-
-
-class MetricsSettings(_Doc):
-    ks: list[int]
-    offset_window_bytes: int | None = None
-    stability_k: int | None = None
-    refusal_token: str | None = None
-    averaging: str | None = None  # TREC inputs: how means are taken
-
-
-class MetricsDocument(_Doc):
-    """``metrics.json``: everything the deterministic stage found."""
-
-    schema_version: Literal[4] = SCHEMA_VERSION
-    kind: Literal["groundjudge.metrics", "groundjudge.report"] = "groundjudge.metrics"
-    provenance: Provenance
-    inputs: dict[str, str]
-    settings: MetricsSettings
-    configs: list[str]
-    accounting: Accounting
-    aggregate: dict[str, MetricValue]
-    per_config: dict[str, ConfigMetrics]
-    per_case: dict[str, dict[str, float | None]] | None = None  # with a single config, its per_case
 
 
 class CriterionAgreement(_Doc):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,13 +13,8 @@ from groundjudge.report.review_section import review_lines
 
 if TYPE_CHECKING:
     from groundjudge.judge.results import MetricValue
-    from groundjudge.report.document import (
-        CalibrationSummary,
-        DecidingRecord,
-        MetricsDocument,
-        RecordListing,
-        ReportDocument,
-    )
+    from groundjudge.report.document import CalibrationSummary, DecidingRecord, RecordListing, ReportDocument
+    from groundjudge.report.metrics_document import MetricsDocument
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -47,10 +43,10 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _report(doc: MetricsDocument) -> ReportDocument | None:
-    """``doc`` when it is a run's report (with judge, gates and calibration), else None."""
-    from groundjudge.report.document import ReportDocument
-
-    return doc if isinstance(doc, ReportDocument) else None
+    """``doc`` when it is a run's report (with judge, gates and calibration), else None. (No
+    report can exist before its module is loaded: a metrics document alone never loads it.)"""
+    loaded = sys.modules.get("groundjudge.report.document")
+    return doc if loaded is not None and isinstance(doc, loaded.ReportDocument) else None
 
 
 def _leak_lines(doc: MetricsDocument) -> list[str]:
