@@ -247,7 +247,7 @@ def test_an_answer_with_nothing_to_check_is_faithful_with_no_mean_support(tmp_pa
     with ScriptedOpenAIServer(judge_script({})) as srv:
         (case,), _ = run(srv, [item("Hope this helps!", expected=None)], tmp_path)
         assert srv.call_count == 0
-    assert case.status == "judged" and case.claims == []
+    assert case.status == "judged" and case.claims == ()
     assert (case.criteria["faithful"].label, case.criteria["faithful"].value) == (True, None)
 
 

@@ -370,6 +370,35 @@ def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) ->
         first.judge_reason = "no"  # type: ignore[misc]
 
 
+def test_a_verdicts_criteria_claims_and_nuggets_cannot_be_changed_and_equal_ones_are_shared() -> None:
+    """A verdict holds its criteria as a read-only mapping and its claims and nuggets as tuples:
+    changing any raises. Verdicts with the same criterion values share one mapping (it cannot
+    change, so sharing is safe); they are written as before (objects and arrays)."""
+    from groundjudge.judge.claim_result import ClaimResult
+    from groundjudge.judge.results import CriterionValue, NuggetResult
+
+    claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
+    true, half = CriterionValue(label=True, value=1.0), CriterionValue(label=False, value=0.5)
+    made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim],
+                                criteria={"faithful": true, "cited": half},
+                                nuggets=[NuggetResult(text="25 days", stated=True)]) for n in range(3)]
+    other = CaseJudgement.built(case_id="q9", config_id="base", status="judged", criteria={"faithful": half})
+    first = made[0]
+    assert all(m.criteria is first.criteria for m in made) and other.criteria is not first.criteria
+    assert first.criteria == {"faithful": true, "cited": half} and isinstance(first.claims, tuple)
+    for change in (lambda: first.criteria.__setitem__("faithful", half), lambda: first.criteria.pop("cited"),
+                   lambda: first.criteria.update({"x": true}), lambda: first.criteria.clear(),
+                   lambda: first.claims.append(claim), lambda: first.nuggets.append(first.nuggets[0])):  # type: ignore[attr-defined]
+        with pytest.raises((TypeError, AttributeError)):
+            change()
+    assert made[1].criteria == {"faithful": true, "cited": half} and len(made[1].claims) == 1
+    dumped = first.model_dump(mode="json", by_alias=True)
+    assert dumped["criteria"] == {"faithful": {"label": True, "value": 1.0, "confidence": None},
+                                  "cited": {"label": False, "value": 0.5, "confidence": None}}
+    assert dumped["claims"][0]["class"] == "cited_support" and isinstance(dumped["nuggets"], list)
+    assert CaseJudgement.model_validate_json(first.model_dump_json(by_alias=True)) == first
+
+
 def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given() -> None:
     """Records the judge stage builds are validated as any record, and those given the same
     fields share one set of their names, which refuses every change; they still refuse a score

@@ -43,20 +43,24 @@ def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
     """The read-only mapping equal to ``value`` that was made first: a run's traces state the
     same versions (or the same unrecorded fields) again and again, so each distinct mapping is
     held once. It cannot change, so sharing it is safe; a run with more distinct ones than
-    ``_HELD_MAX`` gets its own for the rest."""
-    made = frozendict(value) if value else _EMPTY
-    seen = _SEEN.get(made)
+    ``_HELD_MAX`` gets its own for the rest. Looked up by its items in order (a tuple hashes
+    many times faster than a frozendict), so the common case makes no mapping at all."""
+    if not value:
+        return _EMPTY
+    key = tuple(value.items())
+    seen = _SEEN.get(key)
     if seen is not None:
         return seen
+    made = frozendict(value)
     if len(_SEEN) < _HELD_MAX:
-        _SEEN[made] = made
+        _SEEN[key] = made
     return made
 
 
 # how many distinct values a table of shared values keeps: input made to differ on every record
 # cannot grow one without bound (the records past it hold their own)
 _HELD_MAX = 4096
-_SEEN: dict[frozendict[str, str], frozendict[str, str]] = {}
+_SEEN: dict[tuple[tuple[str, str], ...], frozendict[str, str]] = {}
 # A mapping of strings most records of a run share (a trace's versions, what it did not record)
 SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
 

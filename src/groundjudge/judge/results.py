@@ -7,10 +7,11 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Literal, Self
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from frozendict import frozendict
+from pydantic import AfterValidator, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 from pydantic.config import JsonDict
 
 from groundjudge.contracts import Frozen
@@ -113,6 +114,29 @@ class CriterionValue(_Frozen):
     confidence: float | None = None
 
 
+def _shared_criteria(values: Mapping[str, CriterionValue]) -> frozendict[str, CriterionValue]:
+    """A verdict's criteria as a read-only mapping, the same one for verdicts whose values are the
+    same objects (``CriterionValue.of`` makes one per distinct value): a nightly run's verdicts
+    hold a handful of distinct ones. The table keeps each mapping's values alive, so an id in
+    its keys always names the object that mapping holds."""
+    if not values:
+        return _NO_CRITERIA
+    key = tuple((name, id(value)) for name, value in values.items())
+    found = _CRITERIA.get(key)
+    if found is None:
+        found = frozendict(values)
+        if len(_CRITERIA) < _CRITERIA_HELD:  # values that differ on every verdict: not held
+            _CRITERIA[key] = found
+    return found
+
+
+_NO_CRITERIA: frozendict[str, CriterionValue] = frozendict()
+_CRITERIA_HELD = 4096
+_CRITERIA: dict[tuple[tuple[str, int], ...], frozendict[str, CriterionValue]] = {}
+# criterion name -> value: read-only, shared by the verdicts with the same values
+Criteria = Annotated[Mapping[str, CriterionValue], AfterValidator(_shared_criteria)]
+
+
 _NOT_JUDGED_SCHEMA: JsonDict = {
     # A case that was not judged carries a reason and never a score (SPEC 10).
     "if": {"properties": {"status": {"enum": ["judge_error", "skipped"]}}},
@@ -129,9 +153,9 @@ class CaseJudgement(_Frozen):
     reason: str | None = None  # why skipped or errored
     selected_because: str | None = None
     source: Literal["cache", "call"] | None = None
-    criteria: dict[str, CriterionValue] = Field(default_factory=dict)
-    claims: list[ClaimResult] = Field(default_factory=list)
-    nuggets: list[NuggetResult] = Field(default_factory=list)
+    criteria: Criteria = Field(default_factory=frozendict)
+    claims: tuple[ClaimResult, ...] = ()
+    nuggets: tuple[NuggetResult, ...] = ()
     judge_reason: str | None = None  # the model's own one-line reason
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
