@@ -116,7 +116,7 @@ class CriterionValue(_Frozen):
 
 def _shared_criteria(values: Mapping[str, CriterionValue]) -> frozendict[str, CriterionValue]:
     """A verdict's criteria as a read-only mapping, the same one for verdicts whose values are the
-    same objects (``CriterionValue.of`` makes one per distinct value): a nightly run's verdicts
+    same objects (``pending.shared_values`` keeps one per distinct value): a nightly run's verdicts
     hold a handful of distinct ones. The table keeps each mapping's values alive, so an id in
     its keys always names the object that mapping holds."""
     if not values:

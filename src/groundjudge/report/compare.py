@@ -92,8 +92,9 @@ def load_run_document(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _chunking(side: Mapping[str, Any]) -> set[str]:
-    return set(side.get("versions", {}).get("chunking", []))
+def _chunking(versions: Mapping[str, Sequence[str]]) -> set[str]:
+    """The chunker versions a config's traces name (its ``versions``)."""
+    return set(versions.get("chunking", []))
 
 
 def compare_run_files(a: Path, b: Path | None, *, config_a: str | None = None, config_b: str | None = None,
@@ -126,7 +127,7 @@ def compare_run_files(a: Path, b: Path | None, *, config_a: str | None = None, c
     own = profile_comparisons([a] if b is None else [a, b], config_a, config_b)
     try:
         return compare_configs(side_a, side_b, label_a=label_a, label_b=label_b,
-                               chunking=(_chunking(side_a), _chunking(side_b)),
+                               chunking=(_chunking(side_a.get("versions", {})), _chunking(side_b.get("versions", {}))),
                                strict_chunker_version=strict_chunker_version, seed=seed, judge_a=judge_a,
                                judge_b=judge_b, judge_trusted=trusted, profiles=own)
     except ChunkerMismatch as exc:
@@ -162,7 +163,7 @@ def document_agreement(doc: MetricsDocument, name: str, report: Mapping[str, Any
     if own is None or any(cfg not in doc.per_config for cfg in own.configs):
         return None
     side_a, side_b = (doc.per_config[cfg] for cfg in own.configs)
-    chunking = (set(side_a.versions.get("chunking", [])), set(side_b.versions.get("chunking", [])))
+    chunking = (_chunking(side_a.versions), _chunking(side_b.versions))
     return _agreement(side_a.per_case, side_b.per_case, name, own, chunking)
 
 

@@ -75,9 +75,9 @@ def _records(doc: ReportDocument, spans: Mapping[tuple[str, str], tuple[str, str
                 continue
             for criterion in judge.criteria:
                 verdict = case.criteria.get(criterion.name)
-                label = verdict.label if verdict is not None else None
-                if verdict is None or label is None:  # not asked of this case (correctness without an expected answer)
+                if verdict is None or verdict.label is None:  # not asked of this case (correctness without an expected answer)
                     continue
+                label = verdict.label
                 metric = criterion.metric or criterion.name
                 trusted = trust.get(metric)
                 attrs = {
