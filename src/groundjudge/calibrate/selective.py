@@ -84,7 +84,7 @@ def clopper_pearson_lower(agree: int, n: int, risk: float) -> float:
     """
     if n <= 0 or agree <= 0:
         return 0.0
-    from scipy.stats import beta  # scipy loads in about half a second: only where a bound is taken
+    from scipy.stats import beta  # scipy is slow to load: only where a bound is taken
 
     return float(beta.ppf(risk, agree, n - agree + 1))
 
