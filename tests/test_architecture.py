@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "groundjudge"
 
 # Stage rank of each top-level module or package; a module may import only ranks <= its own.
 RANK = {
-    "contracts": 0, "files": 0, "provenance": 0, "errors": 0, "parallel": 0,
+    "contracts": 0, "frozen": 0, "versions": 0, "files": 0, "provenance": 0, "errors": 0, "parallel": 0,
     "inert": 0, "urls": 0, "strict_json": 0, "distributed": 0,
     "load": 1, "config": 1,
     "metrics": 2,

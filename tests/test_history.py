@@ -13,7 +13,7 @@ from pathlib import Path
 from groundjudge.history import HistoryStore, RunSummary, trend
 from groundjudge.history.summary import ConfigSummary, pack, pack_column, unpack_column
 from groundjudge.history.trend import sign_flip_p
-from groundjudge.judge.results import MetricValue
+from groundjudge.metrics.value import MetricValue
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 CASES = [f"c{i:03d}" for i in range(200)]

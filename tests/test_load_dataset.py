@@ -11,7 +11,7 @@ import pytest
 from frozendict import frozendict
 from pydantic import BaseModel, ValidationError
 
-from groundjudge.contracts import GivenFields
+from groundjudge.frozen import GivenFields
 from groundjudge.load.dataset import load_dataset, load_golden, load_traces
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

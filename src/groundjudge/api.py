@@ -615,7 +615,6 @@ def write_metrics_reports(doc: MetricsDocument | dict[str, Any], out_dir: str | 
     ``profile`` the replaced system's own report beside them and in metrics.json. Returns the
     typed document report.md was rendered from (a TREC document, a dict, validated once)."""
     from groundjudge.files import write_json_atomic, write_text_atomic
-    from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.markdown import render_markdown
     from groundjudge.report.metrics_document import MetricsDocument
 
@@ -628,6 +627,8 @@ def write_metrics_reports(doc: MetricsDocument | dict[str, Any], out_dir: str | 
         typed, content = MetricsDocument.model_validate(doc), doc
     text = render_markdown(typed)
     if profile is not None:
+        from groundjudge.report.compare import document_agreement, render_agreement_markdown
+
         section = {"name": profile.name, "passed": profile.passed, "report": profile.report,
                    "notes": list(profile.notes)}
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from sys import intern
-from typing import Annotated, Any, Final, Literal, NotRequired, Self, TypeVar
+from typing import Annotated, Any, Literal, NotRequired, TypeVar
 
 import msgspec
 from frozendict import frozendict
@@ -32,34 +32,33 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
+from groundjudge.frozen import EMPTY, HELD_MAX, Frozen, read_only
+
 K = TypeVar("K")
 V = TypeVar("V")
 # A mapping field: validated as a dict, held as a read-only ``frozendict`` (a dict subclass, so
 # it is written, compared and pickled as the dict it was; only changing it raises).
-ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(lambda value: frozendict(value) if value else _EMPTY)]
+ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(lambda value: frozendict(value) if value else EMPTY)]
 
 
 def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
     """The read-only mapping equal to ``value`` that was made first: a run's traces state the
     same versions (or the same unrecorded fields) again and again, so each distinct mapping is
     held once. It cannot change, so sharing it is safe; a run with more distinct ones than
-    ``_HELD_MAX`` gets its own for the rest. Looked up by its items in order (a tuple hashes
+    ``HELD_MAX`` gets its own for the rest. Looked up by its items in order (a tuple hashes
     many times faster than a frozendict), so the common case makes no mapping at all."""
     if not value:
-        return _EMPTY
+        return EMPTY
     key = tuple(value.items())
     seen = _SEEN.get(key)
     if seen is not None:
         return seen
     made = frozendict(value)
-    if len(_SEEN) < _HELD_MAX:
+    if len(_SEEN) < HELD_MAX:
         _SEEN[key] = made
     return made
 
 
-# how many distinct values a table of shared values keeps: input made to differ on every record
-# cannot grow one without bound (the records past it hold their own)
-_HELD_MAX = 4096
 _SEEN: dict[tuple[tuple[str, str], ...], frozendict[str, str]] = {}
 # A mapping of strings most records of a run share (a trace's versions, what it did not record)
 SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
@@ -76,32 +75,6 @@ TokenCount = Annotated[int, Field(ge=0, le=10**15)]
 CostUsd = Annotated[float, Field(ge=0, le=1e12)]
 
 
-class Frozen(BaseModel):
-    """A frozen record whose set of given field names (``model_fields_set``) is the one
-    unchangeable set that every record given the same fields shares (:class:`GivenFields`):
-    pydantic makes a set per record otherwise, which costs more than most records' values, and
-    a nightly run makes millions of records."""
-
-    model_config = ConfigDict(frozen=True)
-
-    def model_post_init(self, context: Any) -> None:
-        object.__setattr__(self, "__pydantic_fields_set__", given_fields(self.__pydantic_fields_set__))
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        # pydantic would add the updated names to the copy's set in place: the update is made
-        # here instead, and the copy holds the shared set of its own names
-        copied = super().model_copy(deep=deep)
-        object.__setattr__(copied, "__pydantic_fields_set__", given_fields({*self.__pydantic_fields_set__,
-                                                                           *(update or ())}))
-        if update:
-            declared = type(self).model_fields
-            copied.__dict__.update({k: v for k, v in update.items() if k in declared})
-            extra = {k: v for k, v in update.items() if k not in declared}
-            if extra:  # only a record that keeps unknown fields takes them
-                object.__setattr__(copied, "__pydantic_extra__", read_only({**(copied.model_extra or {}), **extra}))
-        return copied
-
-
 class _Record(Frozen):
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
 
@@ -111,47 +84,6 @@ class _Record(Frozen):
         if extra is not None and type(extra) is not frozendict:
             object.__setattr__(self, "__pydantic_extra__", read_only(extra))
         super().model_post_init(context)
-
-
-class GivenFields(set[str]):
-    """The names of the fields a record was given (``model_fields_set``), shared by the records
-    given the same ones, so it refuses every change. A set, not a frozenset: pydantic-core's
-    ``exclude_unset`` takes nothing else."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("the names of a record's given fields cannot change")
-
-    add = discard = remove = pop = clear = update = _refuse
-    difference_update = intersection_update = symmetric_difference_update = _refuse
-    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
-
-
-_GIVEN: dict[frozenset[str], GivenFields] = {}  # a handful per kind of record, by the names' frozenset
-
-
-def given_fields(names: set[str]) -> GivenFields:
-    """The one unchangeable set of these field names (see :class:`GivenFields`)."""
-    key = frozenset(names)
-    shared = _GIVEN.get(key)
-    if shared is None:
-        shared = GivenFields(names)
-        if len(_GIVEN) < _HELD_MAX:  # unknown fields named differently on every record: no table grows
-            _GIVEN[key] = shared
-    return shared
-
-
-def read_only(value: Any) -> Any:
-    """A JSON value with its lists as tuples and its objects as read-only mappings, all the way down."""
-    if isinstance(value, dict):
-        return frozendict({key: read_only(item) for key, item in value.items()}) if value else _EMPTY
-    if isinstance(value, list):
-        return tuple(map(read_only, value))
-    return value
-
-
-_EMPTY: frozendict[str, Any] = frozendict()
 
 
 def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
@@ -454,14 +386,6 @@ def input_schema(name: str) -> dict[str, Any]:
 # The fields a source may leave unrecorded (``not_recorded``), as distinct from recording them empty.
 TRACE_UNRECORDABLE = ("retrieved_chunks", "context_chunks", "answer", "citations")
 GOLDEN_UNRECORDABLE = ("expected_behavior", "expected_chunk_ids")
-
-# The version of metrics.json and report.json: readers refuse other versions by name.
-# 3 adds the claim verdict and class ``unchecked`` (claim_check v4) and ``usage.unmetered``;
-# 4 adds a metric value's ``reason`` (cases left out: an input was not recorded) and case
-# details with no behaviour (null: not recorded). Each version's document is a valid document
-# of the next, so readers take them all.
-REPORT_SCHEMA_VERSION: Final = 4
-READABLE_REPORT_VERSIONS = (2, 3, 4)
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "golden": GoldenCase,

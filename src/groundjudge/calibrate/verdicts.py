@@ -15,10 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from groundjudge.contracts import READABLE_REPORT_VERSIONS, REPORT_SCHEMA_VERSION, HumanLabel
+from groundjudge.contracts import HumanLabel
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.judge.results import CriterionInfo, JudgeRun
 from groundjudge.load.records import json_document, read_records
+from groundjudge.versions import READABLE_VERSIONS, SCHEMA_VERSION
 
 ItemKey = tuple[str, str | None]  # (query_id, config_id)
 
@@ -50,10 +51,10 @@ def verdicts_from_report(path: Path) -> JudgeRun:
     if not isinstance(doc, dict) or not isinstance(doc.get("judge"), dict):
         raise InputError.one(path, None, "judge", "not a `groundjudge run` report (no judge section)")
     version = doc.get("schema_version")
-    if version not in READABLE_REPORT_VERSIONS:
+    if version not in READABLE_VERSIONS:
         raise InputError.one(path, None, "schema_version",
                              f"report schema version {version} is not readable here (this groundjudge reads "
-                             f"version {REPORT_SCHEMA_VERSION}); run `groundjudge run` again with the same inputs "
+                             f"version {SCHEMA_VERSION}); run `groundjudge run` again with the same inputs "
                              "to rewrite it: its verdicts come from the cache, at no cost")
     try:
         return JudgeRun.model_validate(doc["judge"])

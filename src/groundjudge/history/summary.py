@@ -17,9 +17,9 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.files import file_and_part
-from groundjudge.judge.results import MetricValue
 from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
 from groundjudge.metrics.table import MetricValues, metric_columns
+from groundjudge.metrics.value import MetricValue
 from groundjudge.report.document import ReportDocument
 
 

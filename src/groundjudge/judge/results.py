@@ -11,11 +11,12 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, Self
 
 from frozendict import frozendict
-from pydantic import AfterValidator, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
-from groundjudge.contracts import Frozen
+from groundjudge.frozen import Frozen
 from groundjudge.judge.claim_result import ClaimResult
+from groundjudge.metrics.value import MetricValue
 
 Status = Literal["judged", "judge_error", "skipped"]
 Label = bool | int
@@ -73,27 +74,6 @@ class Usage(_Frozen):
         for item in items:
             out = out + item
         return out
-
-
-class MetricValue(_Frozen):
-    """A mean with its denominator: ``value`` is None when ``n`` is 0. ``reason`` says why cases
-    were left out because an input they read was not recorded (written only when there is one)."""
-
-    value: float | None
-    n: int
-    reason: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _reason_only_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("reason") is None:
-            data.pop("reason", None)
-        return data
-
-    @staticmethod
-    def mean(values: Iterable[float | None]) -> MetricValue:
-        kept = [v for v in values if v is not None]
-        return MetricValue(value=sum(kept) / len(kept) if kept else None, n=len(kept))
 
 
 class NuggetResult(_Frozen):

@@ -41,13 +41,13 @@ def judged_items(doc: dict[str, Any]) -> list[JudgedItem]:
     from pydantic import ValidationError
 
     from groundjudge.calibrate.verdicts import items_from_judge
-    from groundjudge.contracts import READABLE_REPORT_VERSIONS
     from groundjudge.judge.results import JudgeRun
+    from groundjudge.versions import READABLE_VERSIONS
 
     judge = doc.get("judge")
     if not isinstance(judge, dict) or "per_config" not in judge:
         raise InputError.one("report.json", None, "judge", "not a `groundjudge run` report (no judge section)")
-    if doc.get("schema_version") not in READABLE_REPORT_VERSIONS:
+    if doc.get("schema_version") not in READABLE_VERSIONS:
         raise InputError.one("report.json", None, "schema_version",
                              f"report schema version {doc.get('schema_version')} is not readable here; run "
                              "`groundjudge run` again with the same inputs to rewrite it (from the cache, at no cost)")

@@ -25,11 +25,12 @@ from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
 from groundjudge.files import compact_json, write_chunks_atomic, write_json_atomic
 from groundjudge.gate import GateReport
-from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, MetricValue
+from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.table import MetricValues
+from groundjudge.metrics.value import MetricValue
 from groundjudge.provenance import provenance
 from groundjudge.report.metrics_document import (
     Accounting,

@@ -15,10 +15,11 @@ import jinja2
 from markupsafe import Markup
 
 from groundjudge.judge.claim_result import ClaimResult
-from groundjudge.judge.results import CaseJudgement, MetricValue
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.metrics.failures import DESCRIPTIONS, deterministic_failures
+from groundjudge.metrics.value import MetricValue
 from groundjudge.report import charts
 from groundjudge.report.document import ReportDocument
 from groundjudge.report.judge_section import README_TRUST

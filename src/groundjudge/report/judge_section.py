@@ -10,7 +10,8 @@ from groundjudge.report.numbers import summary
 
 if TYPE_CHECKING:
     from groundjudge.calibrate.trust import TrustStatus
-    from groundjudge.judge.results import ConfigJudgeSummary, MetricValue
+    from groundjudge.judge.results import ConfigJudgeSummary
+    from groundjudge.metrics.value import MetricValue
     from groundjudge.report.document import ReportDocument
 
 README_TRUST = "section \"Calibration: when may judge scores gate?\" of docs/calibration.md"

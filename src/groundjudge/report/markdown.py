@@ -12,7 +12,7 @@ from groundjudge.report.numbers import number, summary
 from groundjudge.report.review_section import review_lines
 
 if TYPE_CHECKING:
-    from groundjudge.judge.results import MetricValue
+    from groundjudge.metrics.value import MetricValue
     from groundjudge.report.document import CalibrationSummary, DecidingRecord, RecordListing, ReportDocument
     from groundjudge.report.metrics_document import MetricsDocument
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundjudge.judge.results import MetricValue
-from groundjudge.report.versions import SCHEMA_VERSION
+from groundjudge.metrics.value import MetricValue
+from groundjudge.versions import SCHEMA_VERSION
 
 
 class _Doc(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from groundjudge.judge.results import MetricValue
+    from groundjudge.metrics.value import MetricValue
 
 MISSING = "–"
 

@@ -9,7 +9,7 @@ from typing import Any
 from groundjudge.load.trec import read_qrels, read_run
 from groundjudge.metrics.retrieval import evaluate_trec
 from groundjudge.provenance import provenance
-from groundjudge.report.versions import SCHEMA_VERSION
+from groundjudge.versions import SCHEMA_VERSION
 
 
 def trec_document(qrels_path: Path, run_path: Path, ks: Sequence[int]) -> dict[str, Any]:
