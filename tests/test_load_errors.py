@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundjudge.cli import main
+from groundjudge.errors import InputError
 from tests.conftest import FIXTURES
 
 BAD = FIXTURES / "malformed"
@@ -100,6 +101,25 @@ def test_line_separators_inside_json_strings_do_not_split_a_record(tmp_path):
     result = CliRunner().invoke(main, ["metrics", "--golden", str(golden), "--traces", str(OK_TRACES),
                                        "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "g.jsonl:2: question:" in result.stderr
+
+
+def test_the_bytes_read_as_the_text_would_be(tmp_path):
+    # JSONL is parsed from the file's bytes; what the text reader would read differently (a
+    # BOM, blank lines, a line blank only in Unicode's terms, broken UTF-8 inside a string)
+    # reads as before: the same records on the same lines, or the same named problem.
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.load.records import read_records
+
+    golden = tmp_path / "g.jsonl"
+    golden.write_bytes(b'\xef\xbb\xbf{"id": "a", "question": "caf\xc3\xa9"}\n\n  \t\r\n'
+                       + "\u3000\n".encode() + b'{"id": "b", "question": "q"}\n')
+    assert [(line, case.id, case.question) for line, case in read_records(golden, GoldenCase)] == [
+        (1, "a", "caf\u00e9"), (5, "b", "q")]
+    golden.write_bytes(b'{"id": "a", "question": "q"}\n{"id": "b", "question": "q"}\n'
+                       b'{"id": "c", "question": "caf\xe9"}\n')
+    with pytest.raises(InputError) as caught:
+        read_records(golden, GoldenCase)
+    assert "g.jsonl:3: not valid UTF-8 (byte 0xe9)" in str(caught.value)
 
 
 # --- non-finite and impossible numbers (SPEC 10: non-finite numbers are malformed) -------------

@@ -129,17 +129,17 @@ def assemble_dataset(
     }
     missing_text: dict[str, list[str]] = {}
     unresolved: dict[str, list[str]] = {}
+    known = corpus.chunks  # every chunk of the corpus has its text
     for cfg, per_case in by_config.items():
         for cid, variants in per_case.items():
             for trace in variants.values():
-                key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
-                no_text = [c.chunk_id for c in trace.context_chunks
-                           if c.text is None and corpus.text_of(c.chunk_id) is None]
-                if no_text:
-                    missing_text[key] = no_text
-                if corpus:
-                    ids = {c.chunk_id for c in trace.retrieved_chunks} | {c.chunk_id for c in trace.citations}
-                    unknown = sorted(i for i in ids if i not in corpus.chunks)
+                no_text = [c.chunk_id for c in trace.context_chunks if c.text is None and c.chunk_id not in known]
+                unknown = ([c.chunk_id for c in trace.retrieved_chunks if c.chunk_id not in known]
+                           + [c.chunk_id for c in trace.citations if c.chunk_id not in known]) if known else []
+                if no_text or unknown:
+                    key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
+                    if no_text:
+                        missing_text[key] = no_text
                     if unknown:
-                        unresolved[key] = unknown
+                        unresolved[key] = sorted(set(unknown))
     return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})

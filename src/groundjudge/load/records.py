@@ -45,7 +45,7 @@ def read_text(path: Path) -> str:
         raise InputError.one(
             path, line, None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
         ) from None
-    if not text.strip():
+    if not text or text.isspace():  # (``strip`` would copy the whole text)
         raise InputError.one(path, None, None, "file is empty")
     return text
 
@@ -136,20 +136,33 @@ def _list_of(model: type[M]) -> TypeAdapter[list[M]]:
     return TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
-def _jsonl_fast(text: str, model: type[M]) -> list[tuple[int, M]] | None:
+def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     """Every line parsed and validated by pydantic-core, a batch of lines at a time (the lines
     of a batch joined into one JSON array, so the records come out in one call, each checked
     against the contract's own schema); None at the first batch with a bad line, so that the
-    careful path below reads the file again and names every problem the same way as always."""
+    careful path below reads the file again and names every problem the same way as always.
+
+    It reads the file's bytes: pydantic-core parses UTF-8 itself (invalid UTF-8 fails the
+    batch), so the text is never decoded to Python and encoded again. A ``\n`` byte is a
+    line break and nothing else in UTF-8, so the lines and their numbers are those of
+    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. A line that is blank only by
+    Unicode's reckoning (not ASCII's) is kept here and fails the batch: the careful path
+    skips it, as always."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None  # the careful path names the problem
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     records: list[tuple[int, M]] = []
-    numbered = [(lineno, raw) for lineno, raw in enumerate(jsonl_lines(text), start=1) if raw.strip()]
+    numbered = [(lineno, raw) for lineno, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
     adapter = _list_of(model)
     for start in range(0, len(numbered), BATCH):
         batch = numbered[start:start + BATCH]
-        if any("NaN" in raw or "Infinity" in raw for _, raw in batch):
+        if any(b"NaN" in raw or b"Infinity" in raw for _, raw in batch):
             return None  # pydantic reads them as floats: the careful path names the field
         try:
-            made = adapter.validate_json("[" + ",".join(raw for _, raw in batch) + "]")
+            made = adapter.validate_json(b"[" + b",".join(raw for _, raw in batch) + b"]")
         except ValidationError:
             return None
         records.extend(zip((lineno for lineno, _ in batch), made, strict=True))
@@ -173,12 +186,12 @@ def read_records(path: str | Path, model: type[M], *, multiline: bool = False) -
     and a problem names the line of its field.
     """
     path = Path(path)
-    text = read_text(path)
     is_yaml = path.suffix.lower() in {".yaml", ".yml"}
     if not is_yaml:
-        fast = _jsonl_fast(text, model)
+        fast = _jsonl_fast(path, model)
         if fast is not None:
             return fast
+    text = read_text(path)
     if multiline and not is_yaml and layout(text) != "jsonl":
         return _checked_records(path, _multiline_objects(path, text), model)
     objects = _yaml_objects(path, text) if is_yaml else _jsonl_objects(path, text)
