@@ -217,13 +217,10 @@ def _rows_of(scored: ConfigMetrics, rows: Mapping[str, Mapping[str, float | None
             and scored.table.column("case_id").to_pylist() == list(rows))
 
 
-def pack_column(values: Iterable[float | None] | npt.NDArray[np.float64]) -> bytes:
-    """The values as float64 (NaN for None), zlib-compressed; an ``array("d")`` or a float64
-    numpy array is taken as it is."""
+def pack_column(values: Iterable[float | None]) -> bytes:
+    """The values as float64 (NaN for None), zlib-compressed; an ``array("d")`` is taken as it is."""
     if isinstance(values, array) and values.typecode == "d":
         return zlib.compress(values.tobytes(), 6)
-    if isinstance(values, np.ndarray) and values.dtype == np.float64:
-        return zlib.compress(np.ascontiguousarray(values).tobytes(), 6)
     # array("d") converts an int or bool as float() would: the same bytes, without a call per value
     nan = math.nan
     return zlib.compress(array("d", [nan if v is None else v for v in values]).tobytes(), 6)
