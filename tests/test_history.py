@@ -10,6 +10,9 @@ import textwrap
 import time
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from groundjudge.history import HistoryStore, RunSummary, trend
 from groundjudge.history.summary import ConfigSummary, pack, pack_column, unpack_column
 from groundjudge.history.trend import sign_flip_p
@@ -330,3 +333,112 @@ def test_a_trace_input_naming_one_run_of_a_database_is_hashed_with_its_run(tmp_p
     a, b = file_hash([Path(f"{db}#run_a")]), file_hash([Path(f"{db}#run_b")])
     assert a and b and a != b and a != file_hash([db])
     assert file_hash([Path(f"{db}#run_a")]) == a
+
+
+# Pairing two runs' columns case by case: the arrays against the mappings it was written with.
+ID_POOL = ["a", "b", "c", "d", "e", "f", "g", "h", "a\udc80", "\U0001f600", "é"]  # a lone surrogate, non-ASCII
+
+
+def mapped_diffs(mine_ids: list[str], mine: list[float | None], theirs_ids: list[str],
+                 theirs: list[float | None]) -> list[float]:
+    """The plain reference: a mapping from case id to value per run (no value: left out), and
+    this run's value minus that run's over the cases both have, in this run's order."""
+    m = {c: v for c, v in zip(mine_ids, mine, strict=True) if v is not None}
+    t = {c: v for c, v in zip(theirs_ids, theirs, strict=True) if v is not None}
+    return [v - t[c] for c, v in m.items() if c in t]
+
+
+def vector_diffs(mine_ids: list[str], mine: list[float | None], theirs_ids: list[str],
+                 theirs: list[float | None]) -> list[float]:
+    from groundjudge.history.summary import unpack_values
+    from groundjudge.history.trend import case_positions, paired_diffs
+
+    positions = case_positions(mine_ids, theirs_ids)
+    diffs: list[float] = paired_diffs(unpack_values(pack_column(mine)), unpack_values(pack_column(theirs)),
+                                      positions).tolist()
+    return diffs
+
+
+def exact(values: list[float]) -> list[str]:
+    return [v.hex() for v in values]  # tells -0.0 from 0.0, and compares NaN
+
+
+@st.composite
+def two_runs(draw: st.DrawFn) -> tuple[list[str], list[float | None], list[str], list[float | None]]:
+    value = st.one_of(st.none(), st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1.0, 0.5]))
+    mine_ids = draw(st.lists(st.sampled_from(ID_POOL), unique=True))
+    how = draw(st.sampled_from(["same", "reordered", "other"]))
+    if how == "same":
+        theirs_ids = list(mine_ids)
+    elif how == "reordered":
+        theirs_ids = draw(st.permutations(mine_ids))
+    else:
+        theirs_ids = draw(st.lists(st.sampled_from(ID_POOL), unique=True))
+    return (mine_ids, draw(st.lists(value, min_size=len(mine_ids), max_size=len(mine_ids))),
+            theirs_ids, draw(st.lists(value, min_size=len(theirs_ids), max_size=len(theirs_ids))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(two_runs())
+def test_vectorised_pairing_agrees_with_the_mapping_reference(runs) -> None:
+    assert exact(vector_diffs(*runs)) == exact(mapped_diffs(*runs))
+
+
+def test_pairing_by_id_when_the_runs_list_other_cases_in_another_order() -> None:
+    from groundjudge.history.trend import case_positions
+
+    mine_ids, theirs_ids = ["a", "b", "c", "d", "e"], ["e", "x", "c", "b", "d"]
+    mine, theirs = [1.0, 0.5, None, 0.25, -0.0], [0.0, 9.0, 0.5, 1.0, None]
+    assert case_positions(mine_ids, list(mine_ids)) is None  # the usual case: nothing looked up
+    assert case_positions(mine_ids, theirs_ids).tolist() == [-1, 3, 2, 4, 0]
+    assert exact(vector_diffs(mine_ids, mine, theirs_ids, theirs)) == exact([0.5 - 1.0, -0.0 - 0.0])
+    assert exact(vector_diffs(["a\udc80", "b"], [1.0, 2.0], ["b", "a\udc80"], [0.5, 0.25])) == exact([0.75, 1.5])
+    assert vector_diffs([], [], ["a"], [1.0]) == [] and vector_diffs(["a"], [1.0], [], []) == []
+
+
+def test_trend_pairs_reordered_and_partial_runs_as_the_mapping_reference(tmp_path: Path) -> None:
+    """Runs whose case lists differ (order, cases added and dropped, values missing), stored and
+    pending: every comparison's delta, n and p as the plain reference computes them, in the
+    exact regime (few differing cases) and the normal one (many)."""
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(11)
+
+    def night(ids: list[str]) -> dict[str, dict[str, float | None]]:
+        return {c: {"few": 0.5 if rng.random() < 0.9 else rng.choice((0.0, 1.0, None)),
+                    "many": rng.choice((0.0, 0.25, 1.0, None)), "rare": None if rng.random() < 0.7 else 1.0}
+                for c in ids}
+
+    lists = [CASES, CASES[::-1], CASES[50:] + [f"n{i}" for i in range(40)], CASES[50:] + [f"n{i}" for i in range(40)]]
+    nights = [night(ids) for ids in lists]
+    for values in nights[:-1]:
+        append(store, values)
+    pending = (summary(nights[-1]), pack({"cand": nights[-1]}))
+    metrics = ["few", "many", "rare"]
+    points = [p for p in trend(store, metrics, last=None, pending=pending) if p.status == "compared"]
+    assert len(points) == 9
+    for p in points:
+        mine, theirs = nights[p.run_id - 1], nights[p.run_id - 2]
+        diffs = mapped_diffs(list(mine), [v[p.metric] for v in mine.values()],
+                             list(theirs), [v[p.metric] for v in theirs.values()])
+        assert p.n_paired == len(diffs) and p.p_value == sign_flip_p(diffs)
+        assert p.delta == (math.fsum(diffs) / len(diffs) if diffs else None)
+    assert {p.metric for p in points if p.n_paired > 100 and p.delta != 0} >= {"many"}  # the normal regime
+
+
+def test_columns_unpack_as_arrays_and_lists_alike_and_ids_with_a_lone_surrogate_round_trip(tmp_path: Path) -> None:
+    import numpy as np
+
+    from groundjudge.history.summary import unpack_values
+
+    values = [0.5, None, -0.0, 1e-300, None, float("inf")]
+    blob = pack_column(values)
+    array = unpack_values(blob)
+    assert not array.flags.writeable and array.dtype == np.float64
+    assert exact([v for v in array.tolist() if not math.isnan(v)]) == exact([0.5, -0.0, 1e-300, float("inf")])
+    assert unpack_column(blob) == values and pack_column(array) == blob
+    assert unpack_column(pack_column([])) == [] and len(unpack_values(pack_column([]))) == 0
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rows = {"a\udc80": {"x": 1.0}, "é": {"x": None}}
+    run = store.append(summary(rows), pack({"cand": rows}))
+    assert store.case_ids(run, "cand") == ["a\udc80", "é"] and store.column(run, "cand", "x") == [1.0, None]
+    assert exact(store.values(run, "cand", "x").tolist()) == exact([1.0, math.nan])

@@ -14,7 +14,10 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from groundjudge.history.summary import Packed, RunSummary, unpack_column, unpack_ids
+import numpy as np
+import numpy.typing as npt
+
+from groundjudge.history.summary import Packed, RunSummary, unpack_column, unpack_ids, unpack_values
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -124,7 +127,17 @@ class HistoryStore:
         return unpack_ids(row[0]) if row else None
 
     def column(self, run_id: int, config: str, metric: str) -> list[float | None] | None:
+        """A metric's per-case values, in the order of ``case_ids`` (None: no value)."""
+        blob = self._column_data(run_id, config, metric)
+        return unpack_column(blob) if blob is not None else None
+
+    def values(self, run_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
+        """``column`` as a read-only float64 array, NaN for no value."""
+        blob = self._column_data(run_id, config, metric)
+        return unpack_values(blob) if blob is not None else None
+
+    def _column_data(self, run_id: int, config: str, metric: str) -> bytes | None:
         with self._connect() as conn:
             row = conn.execute("SELECT column_data FROM run_values WHERE run_id = ? AND config = ? AND metric = ?",
                                (run_id, config, metric)).fetchone()
-        return unpack_column(row[0]) if row else None
+        return bytes(row[0]) if row else None

@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.files import file_and_part
@@ -224,11 +227,23 @@ def pack_column(values: Iterable[float | None]) -> bytes:
 
 
 def unpack_ids(blob: bytes) -> list[str]:
-    ids: list[str] = json.loads(zlib.decompress(blob))
+    text = zlib.decompress(blob)
+    try:
+        ids: list[str] = orjson.loads(text)
+    except orjson.JSONDecodeError:  # a lone surrogate ("\udc80"), which JSON allows and orjson refuses
+        ids = json.loads(text)
     return ids
 
 
+def unpack_values(blob: bytes) -> npt.NDArray[np.float64]:
+    """A packed column as a read-only float64 array, NaN for no value."""
+    return np.frombuffer(zlib.decompress(blob), dtype=np.float64)
+
+
 def unpack_column(blob: bytes) -> list[float | None]:
-    column = array("d")
-    column.frombytes(zlib.decompress(blob))
-    return [None if math.isnan(v) else v for v in column]
+    """A packed column as a list, None for no value."""
+    column = unpack_values(blob)
+    values: list[float | None] = column.tolist()
+    for i in np.flatnonzero(np.isnan(column)).tolist():
+        values[i] = None
+    return values

@@ -18,8 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from groundjudge.history.store import HistoryStore, StoredRun
-from groundjudge.history.summary import Packed, RunSummary, unpack_column, unpack_ids
+from groundjudge.history.summary import Packed, RunSummary, unpack_ids, unpack_values
 from groundjudge.metrics.change import ALPHA, lower_is_better, sign_flip_p
 
 
@@ -62,31 +67,79 @@ def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | 
 
 
 class _Cases:
-    """Per-case columns, read on demand; each run's case ids decoded once per config. The
-    columns of a run not stored yet (``pending``) are read from its packed values."""
+    """Per-case columns as float64 arrays (NaN: no value), read on demand; each run's case ids
+    decoded once per config, and each pair of runs lined up once per config. The columns of a
+    run not stored yet (``pending``) are read from its packed values. A run lists each case
+    once (``pack`` takes the ids from a mapping)."""
 
     def __init__(self, store: HistoryStore, pending: tuple[int, Packed] | None = None) -> None:
         self.store = store
         self.pending = pending
         self.ids: dict[tuple[int, str], list[str] | None] = {}
+        self.positions: dict[tuple[int, int, str], npt.NDArray[np.intp] | None] = {}
 
-    def column(self, run_id: int, config: str, metric: str) -> dict[str, float] | None:
-        values: list[float | None] | None
-        if self.pending is not None and self.pending[0] == run_id:
-            packed = self.pending[1].get(config)
-            if (run_id, config) not in self.ids:
+    def case_ids(self, run_id: int, config: str) -> list[str] | None:
+        if (run_id, config) not in self.ids:
+            if self.pending is not None and self.pending[0] == run_id:
+                packed = self.pending[1].get(config)
                 self.ids[(run_id, config)] = unpack_ids(packed[0]) if packed is not None else None
-            ids = self.ids[(run_id, config)]
-            blob = packed[1].get(metric) if packed is not None else None
-            values = unpack_column(blob) if blob is not None else None
-        else:
-            if (run_id, config) not in self.ids:
+            else:
                 self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
-            ids = self.ids[(run_id, config)]
-            values = self.store.column(run_id, config, metric) if ids is not None else None
-        if ids is None or values is None:
+        return self.ids[(run_id, config)]
+
+    def column(self, run_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
+        ids = self.case_ids(run_id, config)
+        if ids is None:
             return None
-        return {c: v for c, v in zip(ids, values, strict=True) if v is not None}
+        if self.pending is not None and self.pending[0] == run_id:
+            blob = self.pending[1][config][1].get(metric)
+            values = unpack_values(blob) if blob is not None else None
+        else:
+            values = self.store.values(run_id, config, metric)
+        if values is not None and len(values) != len(ids):
+            raise ValueError(f"run {run_id}, config {config}: {len(values)} values of {metric} for {len(ids)} cases")
+        return values
+
+    def diffs(self, run_id: int, prev_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
+        """Run ``run_id``'s values of ``metric`` minus run ``prev_id``'s, over the cases both
+        scored, in the order of ``run_id``'s cases; None when either run lacks the metric."""
+        mine, theirs = self.column(run_id, config, metric), self.column(prev_id, config, metric)
+        if mine is None or theirs is None:
+            return None
+        key = (run_id, prev_id, config)
+        if key not in self.positions:
+            mine_ids, theirs_ids = self.case_ids(run_id, config), self.case_ids(prev_id, config)
+            assert mine_ids is not None and theirs_ids is not None  # a column is read only with its ids
+            self.positions[key] = case_positions(mine_ids, theirs_ids)
+        return paired_diffs(mine, theirs, self.positions[key])
+
+
+def case_positions(ids: list[str], among: list[str]) -> npt.NDArray[np.intp] | None:
+    """Where each of ``ids`` is in ``among`` (-1: not there); None when both list the same ids
+    in the same order (the usual case: nothing to look up)."""
+    if ids == among:
+        return None
+    # pyarrow looks each id up in a hash table of ``among``. JSON may carry a lone surrogate,
+    # which Arrow's UTF-8 strings cannot hold: then both sides go as bytes ("surrogatepass",
+    # which keeps distinct ids distinct)
+    try:
+        found = pc.index_in(pa.array(ids, pa.string()), value_set=pa.array(among, pa.string()))
+    except UnicodeEncodeError:
+        found = pc.index_in(pa.array([i.encode("utf-8", "surrogatepass") for i in ids], pa.binary()),
+                            value_set=pa.array([i.encode("utf-8", "surrogatepass") for i in among], pa.binary()))
+    positions: npt.NDArray[np.intp] = found.fill_null(-1).to_numpy().astype(np.intp)
+    return positions
+
+
+def paired_diffs(mine: npt.NDArray[np.float64], theirs: npt.NDArray[np.float64],
+                 positions: npt.NDArray[np.intp] | None) -> npt.NDArray[np.float64]:
+    """``mine - theirs`` over the cases both scored (no NaN on either side), in ``mine``'s order.
+    ``positions``: where each of ``mine``'s cases is in ``theirs`` (``case_positions``)."""
+    if positions is not None:
+        theirs = np.append(theirs, np.nan)[positions]  # -1 picks the NaN: a case ``theirs`` lacks
+    both = ~(np.isnan(mine) | np.isnan(theirs))
+    with np.errstate(all="ignore"):  # inf - inf is NaN and a huge difference inf, silently, as for floats
+        return mine[both] - theirs[both]
 
 
 def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = None, last: int | None = 20,
@@ -126,13 +179,12 @@ def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = N
                     points.append(TrendPoint(**point, status="break" if reason else "not compared",
                                              note=(reason or "") + ("; " if reason else "") + "no earlier comparable run"))
                     continue
-                mine, theirs = cases.column(run.id, cfg, metric), cases.column(prev.id, cfg, metric)
-                if mine is None or theirs is None:
+                paired = cases.diffs(run.id, prev.id, cfg, metric)
+                if paired is None:
                     points.append(TrendPoint(**point, status="break" if reason else "not compared",
                                              note=(reason + "; " if reason else "") + "metric missing on one side"))
                     continue
-                paired = [(theirs[c], v) for c, v in mine.items() if c in theirs]
-                diffs = [b - a for a, b in paired]
+                diffs = paired.tolist()  # floats, in this run's order: what sign_flip_p and fsum take
                 p = sign_flip_p(diffs, seed=seed)
                 delta = math.fsum(diffs) / len(diffs) if diffs else None
                 verdict = None if p is None else ("real" if p < ALPHA else "noise")
