@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-import pyarrow as pa
+if TYPE_CHECKING:  # the TREC path renders failures too, and never loads numpy or Arrow
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
 
 # metric, predicate on its value, the words a report uses; order = how serious
 CHECKS: tuple[tuple[str, str, str], ...] = (
@@ -47,8 +49,10 @@ _TESTS: dict[str, Callable[[npt.NDArray[np.float64]], npt.NDArray[np.bool_]]] = 
 
 def failed_checks(table: pa.Table) -> list[tuple[str, ...]]:
     """:func:`deterministic_failures` of each row of a metric table (``metrics.table``), checked
-    a column at a time: a null (no value) is read as NaN, which fails no check, as a NaN does
-    not. Rows that failed the same checks share one tuple."""
+    a column at a time. A null (no value) reads as NaN, and a NaN fails no check, as there.
+    Rows that failed the same checks share one tuple."""
+    import numpy as np
+
     checks = [(metric, test) for metric, test, _ in CHECKS if metric in table.column_names]
     if not checks or not table.num_rows:
         return [()] * table.num_rows
