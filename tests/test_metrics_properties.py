@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -244,3 +245,67 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
     theirs, more_layouts = table(more)
     both = table_summaries([mine, theirs], ordered_names(layouts + more_layouts))
     assert both == reference_summary(rows + more) and list(both) == list(reference_summary(rows + more))
+
+
+# rows of several layouts: metrics in different orders and subsets, values None, NaN or numbers
+LAID_OUT = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "recall@10", "acl_leak"]),
+                                    st.one_of(st.none(), st.just(math.nan), st.floats(-2, 2), st.sampled_from([0.0, 1.0])),
+                                    max_size=5), max_size=12)
+
+
+@given(LAID_OUT)
+def test_a_batch_laid_out_by_columns_holds_each_rows_values(rows: list[dict[str, float | None]]) -> None:
+    """as_batch, whatever the rows' layouts: a float64 column per metric in the order the
+    metrics first appear, each row's value where it has one (a NaN stays NaN, bit for bit),
+    null where it has None or lacks the metric; each row's names in its own order."""
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_batch, metric_columns
+
+    batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(rows)])
+    order = list(dict.fromkeys(name for row in rows for name in row))
+    assert metric_columns(batch) == order and batch.num_rows == len(rows)
+    assert [f.names for f in facts] == [tuple(row) for row in rows]
+    assert batch.column("case_id").to_pylist() == [f"c{i}" for i in range(len(rows))]
+    for name in order:
+        assert batch.schema.field(name).type == pa.float64()
+        got = batch.column(name).to_pylist()
+        for row, value in zip(rows, got, strict=True):
+            expected = row.get(name)
+            assert (value is None) if expected is None else (value == expected or math.isnan(value) and math.isnan(expected))
+
+
+CHECKED = st.lists(st.dictionaries(st.sampled_from(["acl_leak", "behavior_correct", "must_contain", "recall@10",
+                                                    "citation_scoped", "trace_error", "other"]),
+                                   st.one_of(st.none(), st.sampled_from([0.0, 1.0, 0.5, -0.0, 2.0, math.nan,
+                                                                         math.inf, -math.inf])),
+                                   max_size=7), max_size=10)
+
+
+@given(CHECKED, CHECKED)
+def test_failed_checks_of_a_table_are_the_row_by_row_ones(rows: list[dict[str, float | None]],
+                                                          more: list[dict[str, float | None]]) -> None:
+    """The checks each row of a metric table failed, found column by column for the whole table
+    (two batches: two chunks), are those the mapping-by-mapping definition finds: a None, a
+    NaN or a metric the row lacks fails nothing."""
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.failures import deterministic_failures, failed_checks, failure_stage
+    from groundjudge.metrics.table import as_batch, concat, views
+
+    batches = [as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(part)])
+               for part in (rows, more)]
+    table = concat([batch for batch, _ in batches])
+    read = views(table, [f for _, facts in batches for f in facts])
+    assert len(failed_checks(table)) == table.num_rows == len(rows) + len(more)
+    for row, values in zip(rows + more, read, strict=True):
+        assert deterministic_failures(values) == deterministic_failures(dict(row)), row
+        assert failure_stage(values, ["misattributed"]) == failure_stage(dict(row), ["misattributed"])
+
+
+def test_failed_checks_of_a_table_without_rows_or_without_checked_metrics():
+    from groundjudge.metrics.failures import failed_checks
+    from groundjudge.metrics.table import concat, metric_schema
+
+    assert failed_checks(concat([])) == []
+    assert failed_checks(metric_schema(["recall@10"]).empty_table()) == []
+    only_other = pa.table({"config_id": ["c"], "case_id": ["a"], "other": [0.0]})
+    assert failed_checks(only_other) == [()]

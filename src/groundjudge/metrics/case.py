@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from operator import gt
 from types import MappingProxyType
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
@@ -29,6 +29,7 @@ class MetricSettings:
 
 
 _NOTHING_UNKNOWN: Mapping[str, str] = MappingProxyType({})
+_COUNTS = ("num_rel", "num_ret", "num_rel_ret")  # the last keys of ``retrieval_metrics``
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +58,8 @@ def ranking_of(trace: Trace) -> list[str]:
     if chunks and len(scores) == len(given):
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
-        # goes the general way.
-        if all(a > b for a, b in pairwise(scores)) and len(set(ids)) == len(ids):
+        # goes the general way. (map over the scores and their successors: no Python frame per pair)
+        if all(map(gt, scores, scores[1:])) and len(set(ids)) == len(ids):
             return list(ids)
         best: dict[str, float] = {}
         for cid, score in zip(ids, scores, strict=True):
@@ -81,9 +82,10 @@ def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpu
 
 
 def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus) -> list[str]:
-    types = {corpus.chunks[cid].type for cid in case.relevant_chunk_ids if cid in corpus.chunks}
+    relevant = case.relevant_chunk_ids  # made on each read: once here, not once per chunk
+    types = {corpus.chunks[cid].type for cid in relevant if cid in corpus.chunks}
     if not types:
-        types = {c.type for c in trace.retrieved_chunks if c.chunk_id in case.relevant_chunk_ids and c.type}
+        types = {c.type for c in trace.retrieved_chunks if c.chunk_id in relevant and c.type}
     return sorted(types)
 
 
@@ -92,10 +94,10 @@ def compute_case(
     paraphrase_traces: Sequence[Trace] = (),
 ) -> CaseMetrics:
     ranking = ranking_of(trace)
-    values: dict[str, float | None] = {}
     # A case without relevant chunks has no precision (trec_eval would say 0): None, left out of means.
-    retrieval = retrieval_metrics(ranking, case.relevance, settings.ks, precision_without_relevant=None)
-    values.update({k: v for k, v in retrieval.items() if not k.startswith("num_")})
+    values = retrieval_metrics(ranking, case.relevance, settings.ks, precision_without_relevant=None)
+    for count in _COUNTS:  # counts, not rates: not a case's metrics
+        del values[count]
     values.update(doc_recall(case, trace, ranking, corpus, settings.ks))
     values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks))
     values.update(context_metrics(case, trace))

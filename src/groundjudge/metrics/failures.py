@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the TREC path renders failures too, and never loads numpy or Arrow
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
 
 # metric, predicate on its value, the words a report uses; order = how serious
 CHECKS: tuple[tuple[str, str, str], ...] = (
@@ -20,7 +26,13 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 
 
 def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
-    """The names of the failed checks, most serious first; checks with no value are skipped."""
+    """The names of the failed checks, most serious first; checks with no value are skipped.
+
+    A row of a metric table (``metrics.table.MetricValues``) has them already, found for all
+    its table's rows at once by :func:`failed_checks`."""
+    known: tuple[str, ...] | None = getattr(values, "failed_checks", None)
+    if known is not None:
+        return list(known)
     failed = []
     for metric, test, _ in CHECKS:
         value = values.get(metric)
@@ -29,6 +41,26 @@ def deterministic_failures(values: Mapping[str, float | None]) -> list[str]:
         if (test == "eq1" and value == 1) or (test == "eq0" and value == 0) or (test == "lt1" and value < 1):
             failed.append(metric)
     return failed
+
+
+_TESTS: dict[str, Callable[[npt.NDArray[np.float64]], npt.NDArray[np.bool_]]] = {
+    "eq1": lambda column: column == 1, "eq0": lambda column: column == 0, "lt1": lambda column: column < 1}
+
+
+def failed_checks(table: pa.Table) -> list[tuple[str, ...]]:
+    """:func:`deterministic_failures` of each row of a metric table (``metrics.table``), checked
+    a column at a time. A null (no value) reads as NaN, and a NaN fails no check, as there.
+    Rows that failed the same checks share one tuple."""
+    import numpy as np
+
+    checks = [(metric, test) for metric, test, _ in CHECKS if metric in table.column_names]
+    if not checks or not table.num_rows:
+        return [()] * table.num_rows
+    failed = np.column_stack([_TESTS[test](table.column(metric).to_numpy()) for metric, test in checks])
+    patterns, which = np.unique(failed, axis=0, return_inverse=True)
+    named = [tuple(metric for (metric, _), bit in zip(checks, pattern, strict=True) if bit)
+             for pattern in patterns.tolist()]
+    return [named[i] for i in which.reshape(-1).tolist()]
 
 
 DESCRIPTIONS = {metric: words for metric, _, words in CHECKS}

@@ -15,14 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
 from groundjudge.metrics.acl import AclLeak
 from groundjudge.metrics.case import CaseMetrics, MetricSettings, compute_case
+from groundjudge.metrics.failures import failed_checks
 
 KEYS = ("config_id", "case_id")
 NOT_RECORDED = "not_recorded"
@@ -63,21 +66,46 @@ def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings
 
 
 def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFacts]]:
-    """Rows made by ``compute_case`` (values as dicts) as one record batch, with their facts."""
-    names: dict[str, None] = {}
-    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}  # rows with the same metrics share one tuple
+    """Rows made by ``compute_case`` (values as dicts) as one record batch, with their facts.
+
+    Rows with the same metrics, in the same order (a layout; most rows of a run share one),
+    are laid out together: each metric's values are taken from their mappings' values in one
+    pass and made an Arrow array once. Rows of several layouts are put back in their order."""
+    layouts: dict[tuple[str, ...], tuple[tuple[str, ...], list[int]]] = {}  # a layout -> itself, its rows
     facts = []
-    for row in rows:
+    for i, row in enumerate(rows):
         layout = tuple(row.values)
-        layout = layouts.setdefault(layout, layout)
-        names.update(dict.fromkeys(layout))
-        facts.append(CaseFacts(layout, row.behavior, row.acl_leaks, row.content_types, dict(row.unknown) or None))
+        group = layouts.get(layout)
+        if group is None:
+            group = layouts[layout] = (layout, [])
+        group[1].append(i)
+        # rows with the same metrics share one tuple
+        facts.append(CaseFacts(group[0], row.behavior, row.acl_leaks, row.content_types, dict(row.unknown) or None))
+    names = dict.fromkeys(name for layout in layouts for name in layout)  # in the order they first appear
     schema = metric_schema(names)
-    columns: list[Any] = [[r.config_id for r in rows], [r.case_id for r in rows],
-                          [list(r.unknown.items()) if r.unknown else None for r in rows]]
-    columns += [[r.values.get(name) for r in rows] for name in names]
-    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
-                                      schema=schema), facts
+    keys: list[Any] = [[r.config_id for r in rows], [r.case_id for r in rows],
+                       [list(r.unknown.items()) if r.unknown else None for r in rows]]
+    arrays = [pa.array(c, type=f.type) for c, f in zip(keys, _KEY_FIELDS, strict=True)]
+    if len(layouts) == 1:
+        arrays += [pa.array(column, type=pa.float64()) for column in zip(*(r.values.values() for r in rows))]
+    elif layouts:
+        arrays += _interleaved(rows, list(layouts.values()), names)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), facts
+
+
+def _interleaved(rows: Sequence[CaseMetrics], groups: list[tuple[tuple[str, ...], list[int]]],
+                 names: Iterable[str]) -> list[pa.Array]:
+    """The metric columns of rows of several layouts: each layout's rows as columns, one after
+    the other (null where a layout lacks the metric), then taken back into the rows' order."""
+    parts: list[dict[str, tuple[Any, ...]]] = [
+        dict(zip(layout, zip(*(rows[i].values.values() for i in positions)), strict=True))
+        for layout, positions in groups]
+    sizes = [len(positions) for _, positions in groups]
+    # where each row of the layouts laid one after the other goes back to
+    order = pa.array(np.argsort(np.concatenate([np.asarray(p, dtype=np.int64) for _, p in groups]), kind="stable"))
+    return [pa.concat_arrays([pa.array(part[name], type=pa.float64()) if name in part else pa.nulls(size, pa.float64())
+                              for part, size in zip(parts, sizes, strict=True)]).take(order)
+            for name in names]
 
 
 def concat(parts: Sequence[pa.RecordBatch | pa.Table]) -> pa.Table:
@@ -102,9 +130,10 @@ class RowReader:
     """A table's metric columns read in place, so that a case's values come back as Python
     floats one at a time without copying the table into per-case dicts: per column and chunk
     (every column of a table made by ``concat`` has the same chunks), a float view of Arrow's
-    value buffer and, where the chunk has nulls, a validity mask."""
+    value buffer and, where the chunk has nulls, a validity mask. The checks each row failed
+    (``metrics.failures``) are found for the whole table when a row is first asked for them."""
 
-    __slots__ = ("columns", "sizes")
+    __slots__ = ("_failed", "_starts", "_table", "columns", "sizes")
 
     def __init__(self, table: pa.Table) -> None:
         self.columns: dict[str, list[tuple[Sequence[float], Sequence[bool] | None]]] = {}
@@ -115,6 +144,15 @@ class RowReader:
             self.sizes = [len(chunk) for chunk in chunks]
         if not self.columns:
             self.sizes = [table.num_rows]
+        self._table = table
+        self._starts = [0, *accumulate(self.sizes)]  # each chunk's first row in the table
+        self._failed: list[tuple[str, ...]] | None = None
+
+    def failed_checks(self, chunk: int, row: int) -> tuple[str, ...]:
+        """The deterministic checks the ``row`` of ``chunk`` failed, most serious first."""
+        if self._failed is None:
+            self._failed = failed_checks(self._table)
+        return self._failed[self._starts[chunk] + row]
 
 
 def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
@@ -156,6 +194,12 @@ class MetricValues(Mapping[str, "float | None"]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
+
+    @property
+    def failed_checks(self) -> tuple[str, ...]:
+        """The deterministic checks this case failed (``metrics.failures.deterministic_failures``,
+        which reads this), found column by column for the whole table."""
+        return self._reader.failed_checks(self._chunk, self._row)
 
     @property
     def names(self) -> tuple[str, ...]:
