@@ -38,29 +38,46 @@ def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeI
     """The SHA-256 of every input of the judgment, as one canonical JSON document: sorted keys,
     no spaces, text as UTF-8 (``canonical_key_document``). ``rubric_hash``: the rubric's content
     hash when the caller has it already (hashing the rubric costs more than the rest of the key).
+    For the keys of many items, :class:`CacheKeys` encodes what they share once."""
+    return CacheKeys(rubric, model, decoding, rubric_hash=rubric_hash)(item)
 
-    The document is assembled from pieces: orjson encodes the item's strings exactly as
-    ``json.dumps(..., ensure_ascii=False)`` does (checked for every code point), and the parts
-    that are the same for the whole run are encoded by ``json`` (rubric and model once).
+
+class CacheKeys:
+    """``cache_key`` of many items under one rubric, model and decoding (as they are when this
+    is made): what every key shares is encoded once.
+
+    orjson writes each key's document in one call: the item's strings exactly as
+    ``json.dumps(..., ensure_ascii=False)`` does (checked for every code point), the shared
+    parts as the ``json`` encoding made once (``orjson.Fragment``), the fields in sorted order.
     A nightly run makes hundreds of thousands of keys, so this avoids one ``json.dumps`` of the
     whole key each. Anything orjson refuses (a lone surrogate, say) takes the reference path."""
-    rubric_part, model_part = _rubric_and_model(rubric.id, rubric.version, rubric_hash or rubric.content_hash, model)
-    decoding_part = canonical_json(decoding)  # a dict: encoded per key, it is small
-    dumps = canonical_strings
-    try:
-        canonical = b"".join((
-            b'{"answer":', dumps(item.answer),
-            b',"citations":', dumps(list(item.citations)),
-            b',"context_ids":', dumps([cid for cid, _ in item.contexts]),
-            b',"contexts":', dumps([text for _, text in item.contexts]),
-            b',"decoding":', decoding_part,
-            b',"expected_answer":', dumps(item.expected_answer),
-            b',"model":', model_part,
-            b',"question":', dumps(item.question),
-            b',"rubric":', rubric_part, b"}"))
-    except orjson.JSONEncodeError:
-        canonical = canonical_json(canonical_key_document(rubric, model, decoding, item, rubric_hash=rubric_hash))
-    return hashlib.sha256(canonical).hexdigest()
+
+    __slots__ = ("_decoding", "_model", "_rubric", "_rubric_hash", "_shared")
+
+    def __init__(self, rubric: Rubric, model: str, decoding: dict[str, Any], *, rubric_hash: str | None = None) -> None:
+        self._rubric, self._model, self._decoding = rubric, model, decoding
+        self._rubric_hash = rubric_hash or rubric.content_hash
+        rubric_part, model_part = _rubric_and_model(rubric.id, rubric.version, self._rubric_hash, model)
+        self._shared = (orjson.Fragment(canonical_json(decoding)), orjson.Fragment(model_part),
+                        orjson.Fragment(rubric_part))
+
+    def __call__(self, item: JudgeItem) -> str:
+        decoding, model, rubric = self._shared
+        try:
+            canonical = orjson.dumps({  # keys in sorted order: orjson writes them as given
+                "answer": item.answer,
+                "citations": list(item.citations),
+                "context_ids": [cid for cid, _ in item.contexts],
+                "contexts": [text for _, text in item.contexts],
+                "decoding": decoding,
+                "expected_answer": item.expected_answer,
+                "model": model,
+                "question": item.question,
+                "rubric": rubric})
+        except orjson.JSONEncodeError:
+            canonical = canonical_json(canonical_key_document(self._rubric, self._model, self._decoding, item,
+                                                              rubric_hash=self._rubric_hash))
+        return hashlib.sha256(canonical).hexdigest()
 
 
 def canonical_key_document(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem, *,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groundjudge import distributed
-from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
+from groundjudge.judge.cache import CachedReply, CacheKeys, JudgeCache, derivation_hash
 from groundjudge.judge.claim_questions import ClaimQuestions
 from groundjudge.judge.client import (
     CallFailed,
@@ -129,18 +129,22 @@ class JudgeEngine:
             raise ValueError("the engine needs the pinned model id (or a client)")
         self._client_lock = asyncio.Lock()
         self._rubric_hash = self.rubric.content_hash
+        self._keys = CacheKeys(self.rubric, self.model, self.decoding, rubric_hash=self._rubric_hash)
+        self._memo_keys: CacheKeys | None = None  # claim_check's, made on the first use
         self._later: list[tuple[str, CachedReply]] = []  # cache entries not stored yet (claim_check's case memos)
         self.protocol: JudgeProtocol = PROTOCOLS[self.rubric.protocol](self)
 
     # --- cache keys ----------------------------------------------------------------------------
 
     def key(self, item: JudgeItem) -> str:
-        return cache_key(self.rubric, self.model, self.decoding, item, rubric_hash=self._rubric_hash)
+        return self._keys(item)
 
     def _memo_key(self, item: JudgeItem) -> str:
         """claim_check: the key of the case's memo (``claim_questions.CaseMemo``)."""
-        return cache_key(self.rubric, self.model, {**self.decoding, "claim_check_case": derivation_hash()}, item,
-                         rubric_hash=self._rubric_hash)
+        if self._memo_keys is None:
+            self._memo_keys = CacheKeys(self.rubric, self.model, {**self.decoding, "claim_check_case": derivation_hash()},
+                                        rubric_hash=self._rubric_hash)
+        return self._memo_keys(item)
 
     # --- what the protocols call ---------------------------------------------------------------
 
