@@ -20,7 +20,7 @@ from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.pending import Pending, shared_values
+from groundjudge.judge.pending import Pending
 from groundjudge.judge.render import render_messages
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
@@ -77,7 +77,7 @@ class OneCallJson:
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))
-        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, shared_values(values)
+        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, values  # shared values (scoring)
         out.judge_reason = verdict.reason
 
     def _account(self, out: Pending, result: CallResult | None, requests: int) -> None:
