@@ -48,22 +48,21 @@ class OneCallJson:
         assert schema is not None  # the rubric checks it has one for this protocol
         self.schema = schema
 
-    def from_cache(self, item: JudgeItem) -> tuple[Pending | None, str, CachedReply | None]:
-        """The item judged from a valid cached reply, without the event loop; else None, with
-        the key and entry looked up (no entry, or one that needs a repair or a new call:
-        :meth:`run_item` handles those)."""
-        engine = self.engine
-        key = engine.key(item)
-        cached = engine.cache.get(key)
+    def cache_key(self, item: JudgeItem) -> str:
+        return self.engine.key(item)
+
+    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
+        """The item judged from a valid cached reply, without the event loop; else None (no
+        entry, or one that needs a repair or a new call: :meth:`run_item` handles those)."""
         if cached is None:
-            return None, key, None
+            return None
         out = Pending(item, source="cache", cache_key=key)
         try:
             self._from_reply(out, cached.raw)
         except VerdictError:
-            return None, key, cached
-        engine.totals.cache_hits += 1
-        return engine.finish(out), key, cached
+            return None
+        self.engine.totals.cache_hits += 1
+        return self.engine.finish(out)
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
