@@ -32,7 +32,7 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult.built(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
+    return [ClaimResult.built(claim=c.claim, cited=tuple(c.cited), verdict=c.verdict, support=tuple(c.support),
                               klass=c.triage_class)
             for c in verdict.claims]
 

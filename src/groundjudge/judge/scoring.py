@@ -174,7 +174,7 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
         if aligned is not None:  # another criterion's fitted threshold or cut points
             criterion = aligned.applied(criterion)
         kind = criterion.score_kind
-        if criterion.uses_expected_answer and not has_expected_answer:
+        if not has_expected_answer and criterion.uses_expected_answer:
             out[criterion.name] = _NONE
         elif kind == "claim_share":
             out[criterion.name] = _share(checked, lambda c: c.verdict == "supported")
