@@ -71,7 +71,7 @@ def judge_all(items: list, cache_dir: Path, rubric: Any, decoding: dict[str, Any
     engine = JudgeEngine(rubric=rubric, cache=cache, connect=no_calls, model=EMBEDDED, decoding=decoding,
                          concurrency=1, retry_errors=False)
     # a case memo stores the verdicts of one reading: derive every case from its stored answers
-    engine.protocol.from_cache = lambda item: (None, "", None)  # type: ignore[method-assign]
+    engine.protocol.from_cached = lambda item, key, cached: None  # type: ignore[method-assign]
     engine.protocol.keep_memo = lambda out: None  # type: ignore[attr-defined]
     try:
         results = asyncio.run(engine.run(items))

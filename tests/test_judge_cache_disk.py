@@ -149,3 +149,72 @@ def test_a_cache_damaged_on_disk_after_it_opened_costs_no_report(tmp_path: Path)
     before = json.loads((tmp_path / "first" / "report.json").read_text())["judge"]["per_config"]
     assert {cfg: {cid: c["criteria"] for cid, c in s["cases"].items()} for cfg, s in before.items()} == {
         cfg: {cid: c["criteria"] for cid, c in s["cases"].items()} for cfg, s in report["judge"]["per_config"].items()}
+
+
+# ------------------------------------------------------------------- many keys in one read
+
+
+def _mixed_cache(directory: Path) -> list[str]:
+    """A cache with every kind of row a lookup meets; the keys to look up (with repeats and misses)."""
+    cache = JudgeCache(directory)
+    cache.put_many([(f"k{i}", CachedReply(f"reply {i}", "m", i, 1, float(i), history=["h"] * (i % 2)))
+                    for i in range(40)])
+    cache.close()
+    plant(directory, "pickled", pickle.dumps({"raw": "Yes", "model": "m"}))
+    plant(directory, "in-a-file", b"", mode=2, filename="../elsewhere.val")
+    plant(directory, "odd", json.dumps({"raw": 1, "model": "m"}).encode(), mode=1)
+    plant(directory, "not-json", b"{nope", mode=1)
+    with sqlite3.connect(directory / "cache.db") as conn:  # a row past its expiry, as diskcache writes one
+        conn.execute("INSERT INTO Cache (key, raw, store_time, expire_time, access_time, access_count, tag, size, "
+                     "mode, filename, value) VALUES ('expired', 1, 1, 2, 1, 0, NULL, 0, 1, NULL, ?)",
+                     (json.dumps({"raw": "old", "model": "m"}).encode(),))
+    return ["k3", "missing", "k0", "pickled", "k3", "in-a-file", "odd", "not-json", "expired",
+            *[f"k{i}" for i in range(39, 4, -1)], "k41"]
+
+
+def test_many_keys_in_one_read_find_and_count_what_one_key_at_a_time_does(tmp_path: Path) -> None:
+    keys = _mixed_cache(tmp_path)
+    one, many = JudgeCache(tmp_path), JudgeCache(tmp_path)
+    try:
+        assert many.get_many(keys) == [one.get(key) for key in keys]
+        assert (many.hits, many.misses, many.legacy) == (one.hits, one.misses, one.legacy) == (38, 7, 4)
+        assert many.get_many([]) == [] and many.get_many(["k1"]) == [one.get("k1")]
+    finally:
+        one.close()
+        many.close()
+
+
+def test_a_cache_that_counts_or_orders_on_reading_is_read_one_key_at_a_time(tmp_path: Path) -> None:
+    """diskcache writes on a lookup with statistics on, or an eviction policy that records use:
+    those lookups stay diskcache's own, and count as they do one key at a time."""
+    import diskcache
+
+    from groundjudge.judge.cache_disk import JsonDisk
+
+    counted = []
+    for name, lookup in (("one", lambda c, keys: [c.get(k) for k in keys]), ("many", JudgeCache.get_many)):
+        keys = _mixed_cache(tmp_path / name)
+        diskcache.Cache(str(tmp_path / name), disk=JsonDisk, statistics=1,
+                        eviction_policy="least-recently-used").close()
+        cache = JudgeCache(tmp_path / name)
+        try:
+            replies = lookup(cache, keys)
+            assert cache._cache is not None
+            counted.append((replies, cache.hits, cache.misses, cache.legacy, cache._cache.stats()))
+        finally:
+            cache.close()
+    assert counted[0] == counted[1] and counted[0][1] == 38 and counted[0][4][0] > 0
+
+
+def test_a_cache_broken_under_a_read_of_many_keys_is_switched_off_with_its_reason(tmp_path: Path) -> None:
+    keys = _mixed_cache(tmp_path)
+    cache = JudgeCache(tmp_path)
+    try:
+        database = tmp_path / "cache.db"
+        database.write_bytes(b"\xff" * database.stat().st_size)
+        assert cache.get_many(keys) == [None] * len(keys)
+        assert cache.misses == len(keys) and cache.hits == 0
+        assert cache.problem is not None and "the judge cache is damaged" in cache.problem
+        assert cache.get_many(keys) == [None] * len(keys) and cache.misses == 2 * len(keys)
+    finally:
+        cache.close()

@@ -95,3 +95,17 @@ def test_unchecked_claims_count_in_no_share_nor_mean_and_leave_the_deciding_labe
     assert values["faithful"].label is False and values["faithful"].value == pytest.approx(0.6)
     assert values["faithful"].confidence == pytest.approx(0.2 / 0.5)
     assert values["supported_share"].value == pytest.approx(0.5)  # one of the two checked claims
+
+
+def test_criterion_values_of_equal_parts_are_one_object_and_equal_to_a_made_one() -> None:
+    from groundjudge.judge.results import CriterionValue
+
+    for parts in [(True, 1.0, None), (1, 1.0, None), (False, 0.5, 0.25), (None, None, None), (2, 2.0, None)]:
+        shared = CriterionValue.shared(*parts)
+        assert shared is CriterionValue.shared(*parts)
+        made = CriterionValue(label=parts[0], value=parts[1], confidence=parts[2])
+        assert shared == made and shared.model_dump() == made.model_dump()
+        assert made.held() is shared  # an equal value made elsewhere is replaced by the held one
+    # a label True and a label 1 are equal in Python but not the same grade: never one object
+    assert CriterionValue.shared(True, 1.0).label is True and CriterionValue.shared(1, 1.0).label == 1
+    assert type(CriterionValue.shared(1, 1.0).label) is int

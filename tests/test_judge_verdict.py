@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from groundjudge.judge.one_call_json import claims_of
@@ -198,3 +200,70 @@ def test_correctness_may_be_given_as_a_word_and_is_scored_as_its_grade():
     for bad in ('"almost"', "4", "true", "2.0"):
         with pytest.raises(VerdictError):
             score_verdict(parse_verdict(raw.replace('"incomplete"', bad), ["a"]), has_expected_answer=True)
+
+
+# ------------------------------------------- the one-step reading agrees with the lenient one
+
+_TEXT = st.text(st.characters(blacklist_categories=()), max_size=6)  # surrogates and controls too
+_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=6)
+_CLAIM = st.fixed_dictionaries(
+    {"claim": st.sampled_from(["c", ""]) | _TEXT,
+     "verdict": st.sampled_from(["supported", "partially_supported", "unsupported", "contradicted", "SUPPORTED"])},
+    optional={"cited": st.lists(st.sampled_from([*IDS, "zz#9"]), max_size=2) | _VALUE,
+              "support": st.lists(st.sampled_from([*IDS, "zz#9"]), max_size=2), "note": _VALUE})
+_REPLY = st.fixed_dictionaries(
+    {"claims": st.lists(_CLAIM, max_size=3)},
+    optional={"correctness": st.integers(-1, 4) | st.sampled_from(["complete", "wrong", "high"]) | _VALUE,
+              "reason": _TEXT | st.none(), "extra": _VALUE})
+_AROUND = [("", ""), (" \n", "\t"), ("Here: ", " done"), ("```json\n", "\n```"), ("\u00a0", ""), ("\ufeff", ""),
+           ("\x0b", ""), ("", ","), ("", "}")]
+
+
+def _reference(raw: str, ids: list[str]) -> tuple[str, object]:
+    """parse_verdict as it was before its one-step reading: the lenient reading, then the checks."""
+    from groundjudge.judge.verdict import read_verdict
+
+    try:
+        verdict = read_verdict(raw)
+        if not verdict.claims:
+            raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
+        for i, c in enumerate(verdict.claims):
+            strays = [cid for cid in c.support if cid not in ids]
+            if strays:
+                raise VerdictError(f"claims[{i}].support names ids that are not in the CONTEXT: {strays}")
+            if c.verdict == "supported" and c.cited and not c.support:
+                raise VerdictError(f"claims[{i}] is 'supported' and cites {c.cited} but names no supporting "
+                                   "CONTEXT id")
+    except VerdictError as exc:
+        return "error", str(exc)
+    return "verdict", (repr(verdict), repr(verdict.model_extra))
+
+
+def _parsed(raw: str, ids: list[str]) -> tuple[str, object]:
+    try:
+        verdict = parse_verdict(raw, ids)
+    except VerdictError as exc:
+        return "error", str(exc)
+    return "verdict", (repr(verdict), repr(verdict.model_extra))
+
+
+@given(_REPLY, st.booleans(), st.sampled_from([None, 1]), st.sampled_from(_AROUND))
+@settings(max_examples=600, deadline=None)
+def test_one_step_reading_agrees_with_the_lenient_reading(reply: dict, ascii_only: bool, indent: int | None,
+                                                          around: tuple[str, str]) -> None:
+    """Whatever the reply, parse_verdict gives the verdict, or the error message, that the
+    lenient reading gives: the one-step reading of a plain JSON reply changes nothing."""
+    raw = around[0] + json.dumps(reply, ensure_ascii=ascii_only, indent=indent) + around[1]
+    assert _parsed(raw, IDS) == _reference(raw, IDS)
+
+
+@pytest.mark.parametrize("raw", [
+    GOOD, f" \n{GOOD}\t", GOOD.replace('"r"', '"\\u00e9 \\ud83d\\ude00 \\/"'), GOOD[:-1] + ', "z": NaN}',
+    GOOD[:-1] + ', "z": 1e400, "w": -0.0, "v": 123456789012345678901234567890}', GOOD[:-1] + ', "claims": []}',
+    GOOD[:-1] + ', "reason": "\\ud800"}', f"\u00a0{GOOD}", f"\ufeff{GOOD}", GOOD[:-1] + ', "z": "a\tb"}',
+    GOOD.replace('"correctness": 3', '"correctness": 3.0'), GOOD[:-1] + ', "z": ' + "[" * 300 + "]" * 300 + "}",
+])
+def test_one_step_reading_edge_cases(raw: str) -> None:
+    assert _parsed(raw, IDS) == _reference(raw, IDS)

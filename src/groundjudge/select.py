@@ -50,19 +50,19 @@ def judge_item(dataset: Dataset, trace: Trace, shared: dict[str, tuple[str, str]
     ``shared``: (chunk id, corpus text) pairs already made, by chunk id, for items to share (a
     nightly run's 200,000 items name the same chunks again and again)."""
     contexts, missing = [], []
-    for chunk_id, given in ((c.chunk_id, c.text) for c in trace.context_chunks):
+    pairs = {} if shared is None else shared
+    for chunk in trace.context_chunks:
+        chunk_id, given = chunk.chunk_id, chunk.text
         if given is not None:
             contexts.append((chunk_id, given))
             continue
-        pair = shared.get(chunk_id) if shared is not None else None
+        pair = pairs.get(chunk_id)
         if pair is None:
             text = dataset.corpus.text_of(chunk_id)
             if text is None:
                 missing.append(chunk_id)
                 continue
-            pair = (chunk_id, text)
-            if shared is not None:
-                shared[chunk_id] = pair
+            pair = pairs[chunk_id] = (chunk_id, text)
         contexts.append(pair)
     if missing:
         return None, missing

@@ -12,7 +12,8 @@ import json
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +21,10 @@ from typing import Any
 
 import diskcache
 import orjson
+from diskcache.core import EVICTION_POLICY
 
 from groundjudge.judge.cache_disk import (
+    DATABASE,
     CacheUnreadable,
     JsonDisk,
     LegacyEntry,
@@ -38,29 +41,46 @@ def cache_key(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeI
     """The SHA-256 of every input of the judgment, as one canonical JSON document: sorted keys,
     no spaces, text as UTF-8 (``canonical_key_document``). ``rubric_hash``: the rubric's content
     hash when the caller has it already (hashing the rubric costs more than the rest of the key).
+    For the keys of many items, :class:`CacheKeys` encodes what they share once."""
+    return CacheKeys(rubric, model, decoding, rubric_hash=rubric_hash)(item)
 
-    The document is assembled from pieces: orjson encodes the item's strings exactly as
-    ``json.dumps(..., ensure_ascii=False)`` does (checked for every code point), and the parts
-    that are the same for the whole run are encoded by ``json`` (rubric and model once).
+
+class CacheKeys:
+    """``cache_key`` of many items under one rubric, model and decoding (as they are when this
+    is made): what every key shares is encoded once.
+
+    orjson writes each key's document in one call: the item's strings exactly as
+    ``json.dumps(..., ensure_ascii=False)`` does (checked for every code point), the shared
+    parts as the ``json`` encoding made once (``orjson.Fragment``), the fields in sorted order.
     A nightly run makes hundreds of thousands of keys, so this avoids one ``json.dumps`` of the
     whole key each. Anything orjson refuses (a lone surrogate, say) takes the reference path."""
-    rubric_part, model_part = _rubric_and_model(rubric.id, rubric.version, rubric_hash or rubric.content_hash, model)
-    decoding_part = canonical_json(decoding)  # a dict: encoded per key, it is small
-    dumps = canonical_strings
-    try:
-        canonical = b"".join((
-            b'{"answer":', dumps(item.answer),
-            b',"citations":', dumps(list(item.citations)),
-            b',"context_ids":', dumps([cid for cid, _ in item.contexts]),
-            b',"contexts":', dumps([text for _, text in item.contexts]),
-            b',"decoding":', decoding_part,
-            b',"expected_answer":', dumps(item.expected_answer),
-            b',"model":', model_part,
-            b',"question":', dumps(item.question),
-            b',"rubric":', rubric_part, b"}"))
-    except orjson.JSONEncodeError:
-        canonical = canonical_json(canonical_key_document(rubric, model, decoding, item, rubric_hash=rubric_hash))
-    return hashlib.sha256(canonical).hexdigest()
+
+    __slots__ = ("_decoding", "_model", "_rubric", "_rubric_hash", "_shared")
+
+    def __init__(self, rubric: Rubric, model: str, decoding: dict[str, Any], *, rubric_hash: str | None = None) -> None:
+        self._rubric, self._model, self._decoding = rubric, model, decoding
+        self._rubric_hash = rubric_hash or rubric.content_hash
+        rubric_part, model_part = _rubric_and_model(rubric.id, rubric.version, self._rubric_hash, model)
+        self._shared = (orjson.Fragment(canonical_json(decoding)), orjson.Fragment(model_part),
+                        orjson.Fragment(rubric_part))
+
+    def __call__(self, item: JudgeItem) -> str:
+        decoding, model, rubric = self._shared
+        try:
+            canonical = orjson.dumps({  # keys in sorted order: orjson writes them as given
+                "answer": item.answer,
+                "citations": list(item.citations),
+                "context_ids": [cid for cid, _ in item.contexts],
+                "contexts": [text for _, text in item.contexts],
+                "decoding": decoding,
+                "expected_answer": item.expected_answer,
+                "model": model,
+                "question": item.question,
+                "rubric": rubric})
+        except orjson.JSONEncodeError:
+            canonical = canonical_json(canonical_key_document(self._rubric, self._model, self._decoding, item,
+                                                              rubric_hash=self._rubric_hash))
+        return hashlib.sha256(canonical).hexdigest()
 
 
 def canonical_key_document(rubric: Rubric, model: str, decoding: dict[str, Any], item: JudgeItem, *,
@@ -185,6 +205,51 @@ class JudgeCache:
             self._broke(exc)
             self.misses += 1
             return None
+        return self._counted(value)
+
+    def get_many(self, keys: Sequence[str]) -> list[CachedReply | None]:
+        """``get`` of each key, in order: the same entries, the same counts, the same rules.
+
+        The rows are read in a few queries over diskcache's ``Cache`` table (the one
+        ``diskcache.Cache.get`` reads, with its conditions: the key as text, not expired), on a
+        read-only connection of this call's own, and decoded by the cache's own ``JsonDisk``.
+        That happens only where a lookup changes nothing in the database (no statistics, an
+        eviction policy that updates nothing on reading); where it does, or where the read
+        fails in any way, each key is looked up by :meth:`get`, which switches a broken cache
+        off with its reason."""
+        cache = self._cache
+        if cache is None or len(keys) < 2 or cache.statistics or EVICTION_POLICY[cache.eviction_policy]["get"]:
+            return [self.get(key) for key in keys]
+        db_keys = [cache.disk.put(key) for key in keys]  # as get: a key that is not text is refused
+        if not all(raw for _, raw in db_keys):
+            return [self.get(key) for key in keys]
+        try:
+            rows = _read_rows(self.directory / DATABASE, [db_key for db_key, _ in db_keys])
+        except (sqlite3.Error, OSError):
+            return [self.get(key) for key in keys]
+        out: list[CachedReply | None] = []
+        for key in keys:
+            row = rows.get(key)
+            if row is None:
+                self.misses += 1
+                out.append(None)
+                continue
+            try:
+                value = cache.disk.fetch(*row, False)
+            except LegacyEntry:
+                self.legacy += 1
+                self.misses += 1
+                out.append(None)
+                continue
+            except OSError:  # as diskcache's own lookup: the entry went while it was read
+                self.misses += 1
+                out.append(None)
+                continue
+            out.append(self._counted(value))
+        return out
+
+    def _counted(self, value: Any) -> CachedReply | None:
+        """A stored value (None: no entry) as a reply, counted as a hit, a miss or a legacy entry."""
         reply = _reply(value) if value is not None else None
         if reply is None:
             if value is not None:
@@ -251,6 +316,25 @@ class JudgeCache:
                 self._cache.close()
             except (sqlite3.Error, OSError):
                 pass
+
+
+_KEYS_PER_QUERY = 500  # well under SQLite's limit on a statement's parameters
+
+
+def _read_rows(database: Path, keys: Sequence[str]) -> dict[str, tuple[int, str | None, Any]]:
+    """(mode, filename, value) of the rows of these keys, by key, as ``diskcache.Cache.get``
+    selects them: the key as it is (``raw``), not expired."""
+    found: dict[str, tuple[int, str | None, Any]] = {}
+    now = time.time()
+    unique = list(dict.fromkeys(keys))
+    with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as conn:
+        for start in range(0, len(unique), _KEYS_PER_QUERY):
+            part = unique[start:start + _KEYS_PER_QUERY]
+            query = ("SELECT key, mode, filename, value FROM Cache WHERE key IN (" + ",".join("?" * len(part))
+                     + ") AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)")
+            for key, mode, filename, value in conn.execute(query, (*part, now)):
+                found[key] = (mode, filename, value)
+    return found
 
 
 def _reply(value: Any) -> CachedReply | None:

@@ -62,22 +62,22 @@ class ClaimQuestions:
         assert spec is not None  # the rubric checks it has one for this protocol
         self.spec = spec
 
-    def from_cache(self, item: JudgeItem) -> tuple[Pending | None, str, CachedReply | None]:
-        """The item from its case memo, if it has one this code reads; else None, with the
-        memo's key and the entry found, if any."""
-        engine = self.engine
-        key = engine._memo_key(item)
-        cached = engine.cache.get(key)
+    def cache_key(self, item: JudgeItem) -> str:
+        return self.engine._memo_key(item)
+
+    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
+        """The item from its case memo (``cached``, found under the memo's key), if it has one
+        this code reads; else None."""
         if cached is None:
-            return None, key, None
+            return None
         try:
             memo = CaseMemo.model_validate_json(cached.raw)
         except ValidationError:  # not one this code reads: derived again, and replaced
-            return None, key, cached
+            return None
         out = Pending(item, status="judged", source="cache", criteria=shared_values(memo.criteria),
                       claims=list(memo.claims), nuggets=list(memo.nuggets))
-        engine.totals.cache_hits += 1
-        return engine.finish(out), key, cached
+        self.engine.totals.cache_hits += 1
+        return self.engine.finish(out)
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:

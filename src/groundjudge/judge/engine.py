@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groundjudge import distributed
-from groundjudge.judge.cache import CachedReply, JudgeCache, cache_key, derivation_hash
+from groundjudge.judge.cache import CachedReply, CacheKeys, JudgeCache, derivation_hash
 from groundjudge.judge.claim_questions import ClaimQuestions
 from groundjudge.judge.client import (
     CallFailed,
@@ -73,9 +73,12 @@ class JudgeProtocol(Protocol):
     #: send cases that share question and context one after another (:func:`prefix_order`)
     groups_shared_prefixes: bool
 
-    def from_cache(self, item: JudgeItem) -> tuple[Pending | None, str, CachedReply | None]:
-        """The item settled by the cache alone, without the event loop (and counted as done);
-        else None. Either way the key looked up and the entry found there, if any."""
+    def cache_key(self, item: JudgeItem) -> str:
+        """The key under which the cache may settle the item (:meth:`from_cached`)."""
+
+    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
+        """The item settled by ``cached``, the entry found under its key (None: no entry),
+        without the event loop (and counted as done); else None."""
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
@@ -88,6 +91,7 @@ PROTOCOLS: dict[str, Callable[[JudgeEngine], JudgeProtocol]] = {
 }
 
 _PUTS_PER_COMMIT = 1000
+_LOOKUPS_PER_READ = 2000
 
 
 def prefix_order(items: Sequence[JudgeItem]) -> list[int]:
@@ -129,18 +133,22 @@ class JudgeEngine:
             raise ValueError("the engine needs the pinned model id (or a client)")
         self._client_lock = asyncio.Lock()
         self._rubric_hash = self.rubric.content_hash
+        self._keys = CacheKeys(self.rubric, self.model, self.decoding, rubric_hash=self._rubric_hash)
+        self._memo_keys: CacheKeys | None = None  # claim_check's, made on the first use
         self._later: list[tuple[str, CachedReply]] = []  # cache entries not stored yet (claim_check's case memos)
         self.protocol: JudgeProtocol = PROTOCOLS[self.rubric.protocol](self)
 
     # --- cache keys ----------------------------------------------------------------------------
 
     def key(self, item: JudgeItem) -> str:
-        return cache_key(self.rubric, self.model, self.decoding, item, rubric_hash=self._rubric_hash)
+        return self._keys(item)
 
     def _memo_key(self, item: JudgeItem) -> str:
         """claim_check: the key of the case's memo (``claim_questions.CaseMemo``)."""
-        return cache_key(self.rubric, self.model, {**self.decoding, "claim_check_case": derivation_hash()}, item,
-                         rubric_hash=self._rubric_hash)
+        if self._memo_keys is None:
+            self._memo_keys = CacheKeys(self.rubric, self.model, {**self.decoding, "claim_check_case": derivation_hash()},
+                                        rubric_hash=self._rubric_hash)
+        return self._memo_keys(item)
 
     # --- what the protocols call ---------------------------------------------------------------
 
@@ -248,10 +256,17 @@ class JudgeEngine:
     def from_cache_only(self, items: Sequence[JudgeItem], why: Sequence[str | None],
                         ) -> list[tuple[CaseJudgement | None, str, CachedReply | None]]:
         """The lookup of :meth:`_all_from_cache`, in this process."""
+        if len(items) != len(why):
+            raise ValueError(f"{len(items)} items but {len(why)} reasons")
+        protocol = self.protocol
         out: list[tuple[CaseJudgement | None, str, CachedReply | None]] = []
-        for item, because in zip(items, why, strict=True):
-            pending, key, cached = self.protocol.from_cache(item)
-            out.append((pending.result(because), key, None) if pending is not None else (None, key, cached))
+        for start in range(0, len(items), _LOOKUPS_PER_READ):  # the cache read in batches of keys
+            part = items[start:start + _LOOKUPS_PER_READ]
+            keys = [protocol.cache_key(item) for item in part]
+            for item, because, key, cached in zip(part, why[start:start + _LOOKUPS_PER_READ], keys,
+                                                  self.cache.get_many(keys), strict=True):
+                pending = protocol.from_cached(item, key, cached)
+                out.append((pending.result(because), key, None) if pending is not None else (None, key, cached))
         return out
 
     async def run(self, items: Sequence[JudgeItem], selected_because: Sequence[str | None] | None = None,

@@ -1,7 +1,7 @@
 """The judge's cache lookup on a Ray cluster (``groundjudge run --engine ray``).
 
 The items are cut into batches, one row of a Ray dataset each; ``map_batches`` runs the
-engine's own lookup (``JudgeEngine.from_cache_only``: the protocol's ``from_cache`` for every
+engine's own lookup (``JudgeEngine.from_cache_only``: the protocol's ``from_cached`` for every
 item) against the same cache folder on whichever node Ray picks. What comes back is what the
 lookup in this process gives: each item's result where the cache settles it, else its key and
 the entry found; the engine's and the cache's counters are added up here. The items the cache

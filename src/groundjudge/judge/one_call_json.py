@@ -20,7 +20,7 @@ from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.pending import Pending, shared_values
+from groundjudge.judge.pending import Pending
 from groundjudge.judge.render import render_messages
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError, parse_verdict
@@ -32,7 +32,7 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult.built(claim=c.claim, cited=list(c.cited), verdict=c.verdict, support=list(c.support),
+    return [ClaimResult.built(claim=c.claim, cited=tuple(c.cited), verdict=c.verdict, support=tuple(c.support),
                               klass=c.triage_class)
             for c in verdict.claims]
 
@@ -48,22 +48,21 @@ class OneCallJson:
         assert schema is not None  # the rubric checks it has one for this protocol
         self.schema = schema
 
-    def from_cache(self, item: JudgeItem) -> tuple[Pending | None, str, CachedReply | None]:
-        """The item judged from a valid cached reply, without the event loop; else None, with
-        the key and entry looked up (no entry, or one that needs a repair or a new call:
-        :meth:`run_item` handles those)."""
-        engine = self.engine
-        key = engine.key(item)
-        cached = engine.cache.get(key)
+    def cache_key(self, item: JudgeItem) -> str:
+        return self.engine.key(item)
+
+    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
+        """The item judged from a valid cached reply, without the event loop; else None (no
+        entry, or one that needs a repair or a new call: :meth:`run_item` handles those)."""
         if cached is None:
-            return None, key, None
+            return None
         out = Pending(item, source="cache", cache_key=key)
         try:
             self._from_reply(out, cached.raw)
         except VerdictError:
-            return None, key, cached
-        engine.totals.cache_hits += 1
-        return engine.finish(out), key, cached
+            return None
+        self.engine.totals.cache_hits += 1
+        return self.engine.finish(out)
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
@@ -77,7 +76,7 @@ class OneCallJson:
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))
-        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, shared_values(values)
+        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, values  # shared values (scoring)
         out.judge_reason = verdict.reason
 
     def _account(self, out: Pending, result: CallResult | None, requests: int) -> None:

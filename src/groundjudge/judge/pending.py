@@ -54,20 +54,8 @@ class NotSent(Exception):
         self.status, self.reason = status, reason
 
 
-_VALUES: dict[tuple[Any, ...], CriterionValue] = {}
-
-
 def shared_values(values: dict[str, CriterionValue]) -> dict[str, CriterionValue]:
-    """The same (frozen) criterion value object for equal values: a nightly run holds hundreds
-    of thousands of verdicts, and their criterion values come from a handful of shares."""
-    out = {}
-    for name, value in values.items():
-        key = (type(value.label), value.label, type(value.value), value.value, type(value.confidence), value.confidence)
-        shared = _VALUES.get(key)
-        if shared is None:
-            if len(_VALUES) >= 10_000:
-                out[name] = value
-                continue
-            shared = _VALUES[key] = value
-        out[name] = shared
-    return out
+    """The same (frozen) criterion value object for equal values (``CriterionValue.held``): a
+    nightly run holds hundreds of thousands of verdicts, and their criterion values come from
+    a handful of shares."""
+    return {name: value.held() for name, value in values.items()}

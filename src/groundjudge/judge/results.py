@@ -93,6 +93,34 @@ class CriterionValue(_Frozen):
     value: float | None
     confidence: float | None = None
 
+    @classmethod
+    def shared(cls, label: Label | None, value: float | None, confidence: float | None = None) -> CriterionValue:
+        """The value of these parts, the same (frozen) object for equal parts: a nightly run holds
+        hundreds of thousands of verdicts, and their criterion values come from a handful of
+        shares; a value already held is not made again."""
+        key = (type(label), label, type(value), value, type(confidence), confidence)
+        found = _VALUES.get(key)
+        if found is None:
+            found = cls(label=label, value=value, confidence=confidence)
+            if len(_VALUES) < _VALUES_HELD:  # values that differ on every verdict: not held
+                _VALUES[key] = found
+        return found
+
+    def held(self) -> CriterionValue:
+        """The held value equal to this one (see :meth:`shared`); this one if none is held yet."""
+        key = (type(self.label), self.label, type(self.value), self.value, type(self.confidence), self.confidence)
+        found = _VALUES.get(key)
+        if found is None:
+            if len(_VALUES) >= _VALUES_HELD:
+                return self
+            found = _VALUES[key] = self
+        return found
+
+
+_VALUES_HELD = 10_000
+# the parts (each with its type) of a criterion value -> the one value object held for them
+_VALUES: dict[tuple[Any, ...], CriterionValue] = {}
+
 
 def _shared_criteria(values: Mapping[str, CriterionValue]) -> frozendict[str, CriterionValue]:
     """A verdict's criteria as a read-only mapping, the same one for verdicts whose values are the

@@ -16,12 +16,14 @@ from groundjudge.judge.results import CriterionValue, NuggetResult
 from groundjudge.judge.rubric import Criterion
 from groundjudge.judge.verdict import CORRECTNESS_WORDS, VerdictError
 
+_NONE = CriterionValue.shared(label=None, value=None)  # a criterion that does not apply (no claims, no expected answer)
+
 
 def _share(claims: Sequence[ClaimResult], ok: Any) -> CriterionValue:
     if not claims:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     value = sum(1 for c in claims if ok(c)) / len(claims)
-    return CriterionValue(label=value == 1.0, value=value)
+    return CriterionValue.shared(label=value == 1.0, value=value)
 
 
 def centred(p: float, cut: float) -> float:
@@ -40,9 +42,9 @@ def _support(probabilities: Sequence[float], cut: float) -> CriterionValue:
     """Mean support as the value; true when every claim reaches ``cut``; the lowest support,
     centred on ``cut`` (:func:`centred`), as the confidence that the answer is true."""
     if not probabilities:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     low = min(probabilities)
-    return CriterionValue(label=low >= cut, value=sum(probabilities) / len(probabilities),
+    return CriterionValue.shared(label=low >= cut, value=sum(probabilities) / len(probabilities),
                           confidence=centred(low, cut))
 
 
@@ -50,10 +52,10 @@ def _aligned(aligned: Aligned, claims: Sequence[ClaimResult]) -> CriterionValue:
     """An aligned rubric's verdict: the fitted combination of the claims' fitted supports
     against the fitted threshold; the combined support, centred on it, as the confidence."""
     if not claims:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     label, combined = answer_support(aligned, claims)
     supports = [float(c.confidence) for c in claims if c.confidence is not None]
-    return CriterionValue(label=label, value=sum(supports) / len(supports) if supports else None,
+    return CriterionValue.shared(label=label, value=sum(supports) / len(supports) if supports else None,
                           confidence=None if combined is None else centred(combined, aligned.threshold))
 
 
@@ -78,12 +80,12 @@ def _field(criterion: Criterion, fields: Mapping[str, Any]) -> CriterionValue:
     if criterion.kind == "binary":
         if not isinstance(raw, bool):
             raise VerdictError(f"field {name}: must be true or false")
-        return CriterionValue(label=raw, value=float(raw))
+        return CriterionValue.shared(label=raw, value=float(raw))
     if isinstance(raw, str) and raw in CORRECTNESS_WORDS:
         raw = CORRECTNESS_WORDS[raw]
     if isinstance(raw, bool) or not isinstance(raw, int) or raw not in criterion.labels:
         raise VerdictError(f"field {name}: must be one of {criterion.labels}")
-    return CriterionValue(label=raw, value=float(raw))
+    return CriterionValue.shared(label=raw, value=float(raw))
 
 
 def _grade_of(criterion: Criterion, share: float) -> int:
@@ -114,19 +116,19 @@ def _nugget_grade(criterion: Criterion, nuggets: Sequence[NuggetResult]) -> Crit
     """The grade of the stated share; its confidence (see ``grade_confidence``) only where every
     nugget carries a probability (an endpoint without token probabilities gives none)."""
     if not nuggets:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     grade = _grade_of(criterion, sum(1 for n in nuggets if n.stated) / len(nuggets))
     probabilities = [n.confidence for n in nuggets]
     confidence = (grade_confidence(criterion, [float(p) for p in probabilities if p is not None], grade)
                   if all(p is not None for p in probabilities) else None)
-    return CriterionValue(label=grade, value=float(grade), confidence=confidence)
+    return CriterionValue.shared(label=grade, value=float(grade), confidence=confidence)
 
 
 def _nugget_share(nuggets: Sequence[NuggetResult]) -> CriterionValue:
     """The share of nuggets stated; true when every one is; the confidence that every one is
     (the product of their P(stated)), where each nugget carries a probability."""
     if not nuggets:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     stated = sum(1 for n in nuggets if n.stated)
     probabilities = [n.confidence for n in nuggets]
     confidence = None
@@ -134,18 +136,18 @@ def _nugget_share(nuggets: Sequence[NuggetResult]) -> CriterionValue:
         confidence = 1.0
         for p in probabilities:
             confidence *= float(p)  # type: ignore[arg-type]
-    return CriterionValue(label=stated == len(nuggets), value=stated / len(nuggets), confidence=confidence)
+    return CriterionValue.shared(label=stated == len(nuggets), value=stated / len(nuggets), confidence=confidence)
 
 
 def _relevance(criterion: Criterion, answer: tuple[float | None, bool] | None) -> CriterionValue:
     """The relevance question's support as the value, true at ``threshold``; without token
     probabilities the sampled answer decides and the confidence is unknown."""
     if answer is None:
-        return CriterionValue(label=None, value=None)
+        return _NONE
     probability, said_yes = answer
     if probability is None:
-        return CriterionValue(label=said_yes, value=1.0 if said_yes else 0.0)
-    return CriterionValue(label=probability >= criterion.cut, value=probability,
+        return CriterionValue.shared(label=said_yes, value=1.0 if said_yes else 0.0)
+    return CriterionValue.shared(label=probability >= criterion.cut, value=probability,
                           confidence=centred(probability, criterion.cut))
 
 
@@ -172,17 +174,17 @@ def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimRes
         if aligned is not None:  # another criterion's fitted threshold or cut points
             criterion = aligned.applied(criterion)
         kind = criterion.score_kind
-        if criterion.uses_expected_answer and not has_expected_answer:
-            out[criterion.name] = CriterionValue(label=None, value=None)
+        if not has_expected_answer and criterion.uses_expected_answer:
+            out[criterion.name] = _NONE
         elif kind == "claim_share":
             out[criterion.name] = _share(checked, lambda c: c.verdict == "supported")
         elif kind == "cited_claim_share":
             out[criterion.name] = _share(cited, lambda c: c.verdict == "supported" and c.klass == "cited_support")
         elif kind == "claim_support" and aligned is not None and criterion.name == aligned.criterion:
-            out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
+            out[criterion.name] = (CriterionValue.shared(label=True, value=None) if nothing_to_check and not claims
                                    else _aligned(aligned, checked))
         elif kind == "claim_support":
-            out[criterion.name] = (CriterionValue(label=True, value=None) if nothing_to_check and not claims
+            out[criterion.name] = (CriterionValue.shared(label=True, value=None) if nothing_to_check and not claims
                                    else _support([_probability(c, False) for c in checked], criterion.cut))
         elif kind == "cited_claim_support":
             out[criterion.name] = _support([_probability(c, True) for c in cited], criterion.cut)

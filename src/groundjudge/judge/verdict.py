@@ -120,13 +120,16 @@ def _candidates(raw: str) -> Iterator[str]:
 
 
 def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:
-    data = extract_json(raw)
+    """The verdict in ``raw``, validated; :class:`VerdictError` says what is wrong with it.
+
+    The usual reply, one valid JSON object and nothing else, is read and validated in one step
+    by pydantic's JSON reader, which accepts no text that ``json.loads`` refuses and reads what
+    both accept as the same values. Any other reply (prose around the object, a fence, an
+    invalid field) takes the lenient reading, :func:`read_verdict`, whose error is the one shown."""
     try:
-        verdict = RawVerdict.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise VerdictError(f"field {where}: {first['msg']}") from None
+        verdict = RawVerdict.model_validate_json(raw)
+    except ValidationError:
+        verdict = read_verdict(raw)
     if answer_has_text and not verdict.claims:
         raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
     known = set(context_ids)
@@ -140,3 +143,15 @@ def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bo
             raise VerdictError(f"claims[{i}] is 'supported' and cites {claim.cited} but names no supporting "
                                "CONTEXT id")
     return verdict
+
+
+def read_verdict(raw: str) -> RawVerdict:
+    """The lenient reading of a reply (:func:`extract_json`), then validation; the reference
+    for what :func:`parse_verdict` reads from a reply, before its own checks."""
+    data = extract_json(raw)
+    try:
+        return RawVerdict.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise VerdictError(f"field {where}: {first['msg']}") from None
