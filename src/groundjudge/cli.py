@@ -420,7 +420,6 @@ def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, ju
                     batch: bool = False, batch_wait: float = 0.0, profile: str | None = None,
                     otel_events: Path | None = None, phoenix: str | None = None) -> None:
     from groundjudge import api
-    from groundjudge.judge.batch import BatchError
     from groundjudge.progress import JudgeProgress
 
     if profile:
@@ -439,6 +438,8 @@ def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, ju
             api.open_escalation(config, quiet=quiet) as escalate:
         spent = None
         if batch:
+            from groundjudge.judge.batch import BatchError
+
             try:
                 step = api.batch_step(config, judge, out_dir, dataset=dataset, wait_s=batch_wait)
             except BatchError as exc:

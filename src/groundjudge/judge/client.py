@@ -14,13 +14,15 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from groundjudge.errors import GroundjudgeError
+
+if TYPE_CHECKING:
+    import openai
 
 OutputMode = Literal["json_schema", "json_object_schema", "json"]
 MODES: tuple[OutputMode, ...] = ("json_schema", "json_object_schema", "json")
@@ -152,6 +154,8 @@ def token_answer(choice: Any) -> tuple[str, list[list[tuple[str, float]]]]:
 
 
 def is_transient(exc: BaseException) -> bool:
+    import openai
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -194,6 +198,8 @@ class JudgeClient:
     sleep: Any = field(default=asyncio.sleep)  # patched to a no-op in tests
 
     def __post_init__(self) -> None:
+        import openai  # loaded with the first client: a run the cache settles never needs it
+
         self._client = openai.AsyncOpenAI(
             base_url=self.settings.base_url, api_key=self.settings.api_key or "not-needed",
             max_retries=0, timeout=self.settings.timeout_s,
@@ -217,6 +223,8 @@ class JudgeClient:
 
     async def _one_call(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
                         requests: list[int]) -> tuple[Any, OutputMode]:
+        import openai
+
         while True:
             mode = self.mode
             kwargs = chat_request(self.settings, messages, schema, name, mode)
@@ -238,6 +246,8 @@ class JudgeClient:
 
     async def _retried(self, call: Any) -> tuple[Any, OutputMode | None, int, int]:
         """Run ``call(requests)`` with transient retries; check the pinned model on the reply."""
+        import openai
+
         attempts = 0
         requests = [0]
         # the loop runs at least once and either sets both or raises (reraise=True)
