@@ -110,10 +110,13 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
                                 "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
             citations = trace.citations
+            retrieved: set[str] | None = None
+            context: set[str] | None = None
             if citations:
-                retrieved = (None if "retrieved_chunks" in trace.not_recorded
-                             else {c.chunk_id for c in trace.retrieved_chunks})
-                context = None if "context_chunks" in trace.not_recorded else {c.chunk_id for c in trace.context_chunks}
+                if "retrieved_chunks" not in trace.not_recorded:
+                    retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+                if "context_chunks" not in trace.not_recorded:
+                    context = {c.chunk_id for c in trace.context_chunks}
             for cit in citations:
                 problem = None
                 if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
