@@ -50,16 +50,15 @@ def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str,
     gold = sorted(g for g, grade in case.relevance.items() if grade >= 1)  # ``relevant_chunk_ids``, in order
     if not gold:
         return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
-    rank: dict[str, int] = {}  # each chunk's first place in the ranking, from 1
-    for place, chunk_id in enumerate(ranking_of(trace) if trace else (), 1):
-        rank.setdefault(chunk_id, place)
+    ranking = ranking_of(trace) if trace else []
+    rank = {g: ranking.index(g) + 1 for g in gold if g in ranking}  # each gold chunk's place, from 1
     context = {c.chunk_id for c in trace.context_chunks} if trace else set()
     retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
     context_known = trace is None or "context_chunks" not in trace.not_recorded
     return {
         "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g], "rank": rank.get(g),
                          "in_context": (g in context) if context_known else None} for g in gold],
-        "gold_retrieved": any(g in rank for g in gold) if retrieved_known else None,
+        "gold_retrieved": bool(rank) if retrieved_known else None,
         "gold_in_context": any(g in context for g in gold) if context_known else None,
     }
 
