@@ -107,6 +107,19 @@ def test_the_fast_escaping_is_the_rule_by_rule_escaping(text: str) -> None:
     assert terminal(text, keep_newlines=True) == _REF_CONTROL.sub(_ref_visible, text)
 
 
+# Most values of a report have nothing to escape and take a shorter way: plain words, digits,
+# punctuation that makes no markup, and the characters that make markup only at a line's start.
+_PLAIN = st.sampled_from(list("abc XYZ 019 .,:;'\"()/!?=%$@é日-#+>"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_PLAIN, _TRICKY), max_size=20).map("".join))
+def test_text_with_nothing_to_escape_is_the_rule_by_rule_escaping(text: str) -> None:
+    assert markdown(text) == _ref_markdown(text)
+    assert markdown(text.replace("#", "x")) == _ref_markdown(text.replace("#", "x"))
+    assert markdown(7) == "7" and markdown(None) == "None" and markdown("3) x") == "3\\) x"
+
+
 def test_terminal_json_is_the_same_json() -> None:
     text = json.dumps({"answer": HOSTILE}, ensure_ascii=False)
     safe = terminal_json(text)

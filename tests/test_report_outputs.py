@@ -367,6 +367,42 @@ def test_the_report_is_written_from_the_typed_document_as_its_full_dump_in_eithe
         assert json.dumps(json.loads(again)) == json.dumps(full)
 
 
+def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> None:
+    """report.json's verdicts are written by pydantic a slice at a time, and must be the bytes
+    ``compact_json`` writes of the same verdicts as JSON values: hostile and non-ASCII text,
+    floats of every spelling, NaN and infinities (null), claims with and without optional
+    fields, errors and skipped cases, across slice boundaries."""
+    import math
+
+    from groundjudge.files import compact_json
+    from groundjudge.judge.claim_result import ClaimResult
+    from groundjudge.judge.results import CaseJudgement, CriterionValue, Usage
+    from groundjudge.report import document
+    from groundjudge.report.document import json_chunks
+
+    floats = [0.0, -0.0, 1e-05, 0.1, 1 / 3, 1e16, 1.2345678901234568e17, 5e-324, math.nan, math.inf, -math.inf]
+    texts = ["plain", "q\"ü\n\t\x1b]0;x\x07\x7f\x9b\u202e\u2028 <b>&amp;</b> 😀", ""]
+    cases = {}
+    for i in range(2345):
+        f, t = floats[i % len(floats)], texts[i % len(texts)]
+        cid = f"c{i}{t}"
+        if i % 7 == 3:
+            cases[cid] = CaseJudgement(case_id=cid, config_id="cfg", status="judge_error", reason=t or "x")
+            continue
+        claims = (ClaimResult(claim=t, cited=("a", t), verdict="supported", support=(t,), klass="cited_support",
+                              confidence=f, start=i, end=i + 2, unfound_terms=(t,) if i % 2 else None,
+                              model_confidence=f),
+                  ClaimResult(claim=t, verdict="unsupported", klass="unsupported"))
+        cases[cid] = CaseJudgement(case_id=cid, config_id="cfg", status="judged", claims=claims if i % 3 else (),
+                                   criteria={"faithful": CriterionValue(label=bool(i % 2), value=f, confidence=f)},
+                                   usage=Usage(requests=1, cost_usd=f if math.isfinite(f) else 0.5), seconds=f,
+                                   raw=t, judge_reason=t)
+    for chosen in (cases, dict(list(cases.items())[:1]), {}):
+        entries = document._Entries(chosen, document._verdicts, document._verdicts_json)
+        values = dict(zip(chosen, document._verdicts(list(chosen.values())), strict=True))
+        assert b"".join(json_chunks({"cases": entries})) == compact_json({"cases": values})
+
+
 def test_compare_shows_the_judge_beside_the_deterministic_metrics_and_can_fail_on_a_regression(run_dir, tmp_path):
     """The example run: the candidate answers better (behavior_correct, must_contain: real gains)
     but slower and longer (latency and completion tokens: real rises, for the worse)."""

@@ -62,6 +62,9 @@ _TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
 # underscore at a word's edge (``api_002`` stays as written).
 _ALWAYS_MARKUP = "\\`*[]|~&"
 _MARKUP_AROUND = re.compile(r"(?=[<_])(?:<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_]))")
+# Text that none of ``markdown``'s rules could change: no line break or control, no markup
+# character, no ``<`` or ``_`` (most values of a report); then ``_LINE_START`` must not match.
+_MARKDOWN_CHARS = re.compile(f"[{_CONTROL}\n\t\u2028\u2029\\\\`*\\[\\]|~&<_]")
 
 
 def terminal(text: object, *, keep_newlines: bool = False) -> str:
@@ -104,9 +107,12 @@ def markdown(text: object) -> str:
     >>> markdown('<img src=x> ![a](http://e) | *b* api_002 _c_\n<!-- d -->')
     '\\<img src=x> !\\[a\\](http://e) \\| \\*b\\* api_002 \\_c\\_ \\<!-- d -->'
     """
+    value = str(text)
+    if _MARKDOWN_CHARS.search(value) is None and _LINE_START.match(value) is None:
+        return value
     # Escaping the unconditional markup first changes no neighbour the conditional rules look
     # at: it only puts a backslash before a character that is not a letter, digit or ``_``.
-    escaped = _one_line(text)
+    escaped = _one_line(value)
     for ch in _ALWAYS_MARKUP:
         if ch in escaped:
             escaped = escaped.replace(ch, "\\" + ch)

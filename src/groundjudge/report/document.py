@@ -189,22 +189,36 @@ class _Entries:
     """A large mapping of a document (a config's per-case values, details or verdicts), written
     a slice of entries at a time, each value made plain JSON by ``dump`` (a slice of values in, a
     list of JSON values out): the whole document as JSON would cost as much memory again as the
-    typed run it is made from."""
+    typed run it is made from. ``encode``, where given, writes a slice (a mapping) as JSON bytes
+    in one step, the same bytes as ``compact_json`` of its values dumped."""
 
-    __slots__ = ("dump", "mapping")
+    __slots__ = ("dump", "encode", "mapping")
 
-    def __init__(self, mapping: Mapping[str, Any], dump: Callable[[list[Any]], list[Any]]) -> None:
-        self.mapping, self.dump = mapping, dump
+    def __init__(self, mapping: Mapping[str, Any], dump: Callable[[list[Any]], list[Any]],
+                 encode: Callable[[dict[str, Any]], bytes] | None = None) -> None:
+        self.mapping, self.dump, self.encode = mapping, dump, encode
 
-    def slices(self) -> Iterator[dict[str, Any]]:
+    def _parts(self) -> Iterator[list[tuple[str, Any]]]:
         items = list(self.mapping.items())
         for start in range(0, len(items), _SLICE):
-            part = items[start:start + _SLICE]
+            yield items[start:start + _SLICE]
+
+    def slices(self) -> Iterator[dict[str, Any]]:
+        for part in self._parts():
             yield dict(zip((k for k, _ in part), self.dump([v for _, v in part]), strict=True))
+
+    def encoded(self) -> Iterator[bytes]:
+        """Each slice as a JSON object (compact)."""
+        if self.encode is None:
+            yield from map(compact_json, self.slices())
+        else:
+            encode = self.encode
+            yield from (encode(dict(part)) for part in self._parts())
 
 
 _SLICE = 1000
 _VERDICTS: TypeAdapter[list[CaseJudgement]] = TypeAdapter(list[CaseJudgement])
+_VERDICTS_BY_CASE: TypeAdapter[dict[str, CaseJudgement]] = TypeAdapter(dict[str, CaseJudgement])
 
 
 def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
@@ -214,6 +228,12 @@ def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
     dumped: list[Any] = _VERDICTS.dump_python(cases, mode="json", by_alias=True)
     return dumped
+
+
+def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
+    """Verdicts by case id as compact JSON, in one step: pydantic writes strings and floats as
+    ``compact_json`` does (a test holds the two to the same bytes)."""
+    return _VERDICTS_BY_CASE.dump_json(cases, by_alias=True)
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:
@@ -256,7 +276,7 @@ def _layout(document: BaseModel) -> dict[str, Any]:
 
 def _judge_layout(run: JudgeRun, dumped: dict[str, Any]) -> dict[str, Any]:
     per_config = {cfg: _in_field_order(ConfigJudgement, dumped["per_config"][cfg],
-                                       cases=_Entries(section.cases, _verdicts))
+                                       cases=_Entries(section.cases, _verdicts, _verdicts_json))
                   for cfg, section in run.per_config.items()}
     return _in_field_order(JudgeRun, dumped, per_config=per_config)
 
@@ -290,8 +310,8 @@ def json_chunks(value: Any) -> Iterator[bytes]:
     JSON in pieces: the same bytes as one ``compact_json`` of it."""
     if isinstance(value, _Entries):
         sep = b"{"
-        for part in value.slices():
-            yield sep + compact_json(part)[1:-1]
+        for part in value.encoded():
+            yield sep + part[1:-1]
             sep = b","
         yield b"{}" if sep == b"{" else b"}"
     elif isinstance(value, dict) and value:

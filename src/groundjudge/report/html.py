@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
+from types import SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -85,7 +86,9 @@ def _pairs(doc: ReportDocument) -> Iterator[Pair]:
             yield cfg, case_id, values, verdict, failed
 
 
-def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> list[dict[str, Any]]:
+def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> list[SimpleNamespace]:
+    """What the page shows of each pair, as attributes (the template reads an attribute at once,
+    a mapping's key only after an attribute lookup failed)."""
     criteria = doc.judge.criteria
     headline = criteria[0].name if criteria else None
     shaky = unstable_by_case(doc.stability)
@@ -103,29 +106,30 @@ def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> lis
         cited = [c.chunk_id for c in trace.citations]
         failures = deterministic_failures(values)
         details = doc.per_config[cfg].case_details[case_id]
-        views.append({
-            "anchor": f"case-{cfg}-{case_id}", "config": cfg, "id": case_id, "tags": case.tags,
-            "difficulty": case.difficulty or "", "question": case.question,
-            "expected": case.expected_answer or "", "expected_behavior": details.expected_behavior or NOT_RECORDED,
-            "observed_behavior": details.observed_behavior or NOT_RECORDED,
-            "failures": [DESCRIPTIONS[f] for f in failures],
-            "judge_status": verdict.status if verdict is not None else "–",
-            "judge_reason": (verdict.reason if verdict is not None else None) or "",
-            "headline": value.value if value is not None else None,
-            "retrieved": [{"id": cid, "rank": i + 1, "score": scores.get(cid),
-                           "relevant": case.relevance.get(cid, 0) > 0,
-                           "in_context": (cid in context_ids) if context_known else None}
-                          for i, cid in enumerate(ranking[:10])],
-            "contexts": [{"id": c.chunk_id, "text": c.text if c.text is not None
-                          else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), "cited": c.chunk_id in cited}
-                         for c in trace.context_chunks],
-            "cited_outside": [{"id": cid, "text": dataset.corpus.text_of(cid) or "(no text)"}
-                              for cid in cited if context_known and cid not in context_ids],
-            "answer": highlight(trace.answer or "", claims),
-            "claims": claims, "failed": failed,
-            "unstable": [unstable_text(u) for u in shaky.get((cfg, case_id), [])],
-            "leaks": details.acl_leaks,
-        })
+        views.append(SimpleNamespace(
+            anchor=f"case-{cfg}-{case_id}", config=cfg, id=case_id, tags=case.tags,
+            difficulty=case.difficulty or "", question=case.question,
+            expected=case.expected_answer or "", expected_behavior=details.expected_behavior or NOT_RECORDED,
+            observed_behavior=details.observed_behavior or NOT_RECORDED,
+            failures=[DESCRIPTIONS[f] for f in failures],
+            judge_status=verdict.status if verdict is not None else "–",
+            judge_reason=(verdict.reason if verdict is not None else None) or "",
+            headline=value.value if value is not None else None,
+            retrieved=[SimpleNamespace(id=cid, rank=i + 1, score=scores.get(cid),
+                                       relevant=case.relevance.get(cid, 0) > 0,
+                                       in_context=(cid in context_ids) if context_known else None)
+                       for i, cid in enumerate(ranking[:10])],
+            contexts=[SimpleNamespace(id=c.chunk_id, text=c.text if c.text is not None
+                                      else (dataset.corpus.text_of(c.chunk_id) or "(no text)"),
+                                      cited=c.chunk_id in cited)
+                      for c in trace.context_chunks],
+            cited_outside=[SimpleNamespace(id=cid, text=dataset.corpus.text_of(cid) or "(no text)")
+                           for cid in cited if context_known and cid not in context_ids],
+            answer=highlight(trace.answer or "", claims),
+            claims=claims, failed=failed,
+            unstable=[unstable_text(u) for u in shaky.get((cfg, case_id), [])],
+            leaks=details.acl_leaks,
+        ))
     return views
 
 
@@ -239,6 +243,6 @@ def render_html(doc: ReportDocument, dataset: Dataset, trend: dict[str, Any] | N
         trend=trend, trend_chart=_trend_chart(trend) if trend else None,
         trust_note=_trust_note(doc), trust_short=_trust_short(doc),
         headline_metric=criteria[0].metric if criteria else None,
-        failed=[c for c in cases if c["failed"]], failed_total=failed_total, cap_note=cap_note,
+        failed=[c for c in cases if c.failed], failed_total=failed_total, cap_note=cap_note,
         verdict_class=VERDICT_CLASS,
     )

@@ -47,17 +47,19 @@ def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str,
     where the trace did not record it (``in_context`` of a trace with no recorded context)."""
     case = dataset.cases[case_id]
     trace = dataset.trace(config_id, case_id)
+    gold = sorted(g for g, grade in case.relevance.items() if grade >= 1)  # ``relevant_chunk_ids``, in order
+    if not gold:
+        return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
     ranking = ranking_of(trace) if trace else []
+    rank = {g: ranking.index(g) + 1 for g in gold if g in ranking}  # each gold chunk's place, from 1
     context = {c.chunk_id for c in trace.context_chunks} if trace else set()
-    gold = sorted(case.relevant_chunk_ids)
     retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
     context_known = trace is None or "context_chunks" not in trace.not_recorded
     return {
-        "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g],
-                         "rank": ranking.index(g) + 1 if g in ranking else None,
+        "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g], "rank": rank.get(g),
                          "in_context": (g in context) if context_known else None} for g in gold],
-        "gold_retrieved": any(g in ranking for g in gold) if gold and retrieved_known else None,
-        "gold_in_context": any(g in context for g in gold) if gold and context_known else None,
+        "gold_retrieved": bool(rank) if retrieved_known else None,
+        "gold_in_context": any(g in context for g in gold) if context_known else None,
     }
 
 
@@ -106,9 +108,15 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
                 records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
                                 "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
-            retrieved = None if "retrieved_chunks" in trace.not_recorded else {c.chunk_id for c in trace.retrieved_chunks}
-            context = None if "context_chunks" in trace.not_recorded else {c.chunk_id for c in trace.context_chunks}
-            for cit in trace.citations:
+            citations = trace.citations
+            retrieved: set[str] | None = None
+            context: set[str] | None = None
+            if citations:
+                if "retrieved_chunks" not in trace.not_recorded:
+                    retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+                if "context_chunks" not in trace.not_recorded:
+                    context = {c.chunk_id for c in trace.context_chunks}
+            for cit in citations:
                 problem = None
                 if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
                     problem = "cited id exists nowhere in the corpus"
@@ -266,6 +274,9 @@ def triage_markdown_chunks(records: list[dict[str, Any]], doc: ReportDocument | 
         yield _case_markdown(items)
 
 
+_CASES_PER_WRITE = 500
+
+
 def write_triage_files(dataset: Dataset, doc: ReportDocument, jsonl_path: Path, markdown_path: Path) -> None:
     """``triage.jsonl`` and ``triage.md`` in one pass over the findings, a case at a time: a
     nightly run's findings never exist all at once (as a list they would hold memory for nothing). The
@@ -273,12 +284,23 @@ def write_triage_files(dataset: Dataset, doc: ReportDocument, jsonl_path: Path, 
     bytes are those of ``jsonl_lines`` and ``triage_markdown_chunks`` over ``triage_records``."""
     found = waiting = unstable = 0
     with open_atomic(jsonl_path) as lines, tempfile.TemporaryFile(dir=markdown_path.parent) as sections:
+        # the text of a few hundred cases at a time to each file: one write each, not one per case
+        jsonl: list[bytes] = []
+        md: list[str] = []
         for group in triage_groups(dataset, doc):
-            lines.write(b"".join(jsonl_lines(group)))
-            sections.write(_case_markdown(group).encode("utf-8"))
+            jsonl += jsonl_lines(group)
+            md.append(_case_markdown(group))
             found += len(group)
-            waiting += sum(1 for r in group if r["kind"] == AWAITS_PERSON)
-            unstable += sum(1 for r in group if r["kind"] == UNSTABLE)
+            for r in group:
+                waiting += r["kind"] == AWAITS_PERSON
+                unstable += r["kind"] == UNSTABLE
+            if len(md) == _CASES_PER_WRITE:
+                lines.write(b"".join(jsonl))
+                sections.write("".join(md).encode("utf-8"))
+                jsonl.clear()
+                md.clear()
+        lines.write(b"".join(jsonl))
+        sections.write("".join(md).encode("utf-8"))
         sections.seek(0)
         head = _markdown_header(found, waiting, doc, unstable=unstable)
         write_chunks_atomic(markdown_path, chain([head], iter(partial(sections.read, 1 << 20), b"")))
