@@ -223,19 +223,10 @@ _AROUND = [("", ""), (" \n", "\t"), ("Here: ", " done"), ("```json\n", "\n```"),
 
 def _reference(raw: str, ids: list[str]) -> tuple[str, object]:
     """parse_verdict as it was before its one-step reading: the lenient reading, then the checks."""
-    from groundjudge.judge.verdict import read_verdict
+    from groundjudge.judge.verdict import checked_verdict, read_verdict
 
     try:
-        verdict = read_verdict(raw)
-        if not verdict.claims:
-            raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
-        for i, c in enumerate(verdict.claims):
-            strays = [cid for cid in c.support if cid not in ids]
-            if strays:
-                raise VerdictError(f"claims[{i}].support names ids that are not in the CONTEXT: {strays}")
-            if c.verdict == "supported" and c.cited and not c.support:
-                raise VerdictError(f"claims[{i}] is 'supported' and cites {c.cited} but names no supporting "
-                                   "CONTEXT id")
+        verdict = checked_verdict(read_verdict(raw), ids)
     except VerdictError as exc:
         return "error", str(exc)
     return "verdict", (repr(verdict), repr(verdict.model_extra))

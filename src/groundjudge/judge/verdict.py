@@ -130,6 +130,11 @@ def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bo
         verdict = RawVerdict.model_validate_json(raw)
     except ValidationError:
         verdict = read_verdict(raw)
+    return checked_verdict(verdict, context_ids, answer_has_text=answer_has_text)
+
+
+def checked_verdict(verdict: RawVerdict, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:
+    """``verdict`` if its claims hold together with the case; else :class:`VerdictError`."""
     if answer_has_text and not verdict.claims:
         raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
     known = set(context_ids)
