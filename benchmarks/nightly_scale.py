@@ -24,6 +24,7 @@ workers) is in docs/nightly.md; the current figures are the table in benchmarks/
 from __future__ import annotations
 
 import argparse
+import compileall
 import gc
 import json
 import os
@@ -296,6 +297,9 @@ def main() -> int:
         args.in_process.write_text(json.dumps(in_process(folder, args.gc_freeze)))
         return 0
 
+    # Compiled once here, so that no run pays for compiling the sources it measures (a
+    # PYTHONDONTWRITEBYTECODE environment would otherwise compile every changed module on every run).
+    compileall.compile_dir(args.src, quiet=1)
     setup = Stages()
     if args.reuse and (folder / "groundjudge.toml").exists():
         print(f"nightly set: {args.cases} cases x {len(CONFIGS)} configs in {folder} (reused)", flush=True)
