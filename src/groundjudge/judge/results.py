@@ -98,23 +98,26 @@ class CriterionValue(_Frozen):
         """The value of these parts, the same (frozen) object for equal parts: a nightly run holds
         hundreds of thousands of verdicts, and their criterion values come from a handful of
         shares; a value already held is not made again."""
-        key = (type(label), label, type(value), value, type(confidence), confidence)
+        key = _parts(label, value, confidence)
         found = _VALUES.get(key)
-        if found is None:
-            found = cls(label=label, value=value, confidence=confidence)
-            if len(_VALUES) < _VALUES_HELD:  # values that differ on every verdict: not held
-                _VALUES[key] = found
-        return found
+        return found if found is not None else _hold(key, cls(label=label, value=value, confidence=confidence))
 
     def held(self) -> CriterionValue:
         """The held value equal to this one (see :meth:`shared`); this one if none is held yet."""
-        key = (type(self.label), self.label, type(self.value), self.value, type(self.confidence), self.confidence)
+        key = _parts(self.label, self.value, self.confidence)
         found = _VALUES.get(key)
-        if found is None:
-            if len(_VALUES) >= _VALUES_HELD:
-                return self
-            found = _VALUES[key] = self
-        return found
+        return found if found is not None else _hold(key, self)
+
+
+def _parts(label: Label | None, value: float | None, confidence: float | None) -> tuple[Any, ...]:
+    """A criterion value's parts, each with its type (``True`` is not ``1``)."""
+    return (type(label), label, type(value), value, type(confidence), confidence)
+
+
+def _hold(key: tuple[Any, ...], value: CriterionValue) -> CriterionValue:
+    if len(_VALUES) < _VALUES_HELD:  # values that differ on every verdict: not held
+        _VALUES[key] = value
+    return value
 
 
 _VALUES_HELD = 10_000

@@ -47,7 +47,7 @@ def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str,
     where the trace did not record it (``in_context`` of a trace with no recorded context)."""
     case = dataset.cases[case_id]
     trace = dataset.trace(config_id, case_id)
-    gold = sorted(g for g, grade in case.relevance.items() if grade >= 1)  # ``relevant_chunk_ids``, in order
+    gold = sorted(case.relevant_chunk_ids)
     if not gold:
         return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
     ranking = ranking_of(trace) if trace else []
