@@ -33,7 +33,7 @@ from groundjudge.judge.engine import JudgeEngine
 from groundjudge.judge.verdict import VerdictError
 from groundjudge.load.dataset import load_dataset
 from groundjudge.metrics.evaluate import evaluate_dataset
-from groundjudge.select import select_cases, SelectSettings
+from groundjudge.select import SelectSettings, select_cases
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "rag-faithfulness-dev"

@@ -24,16 +24,16 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import judge_agreement as ja  # noqa: E402
+import judge_agreement as ja
 
-from groundjudge import api  # noqa: E402
-from groundjudge.calibrate.agreement import kappa  # noqa: E402
-from groundjudge.calibrate.verdicts import load_labels  # noqa: E402
-from groundjudge.judge.rubric import Rubric  # noqa: E402
-from groundjudge.judge.run import judge_selected  # noqa: E402
-from groundjudge.load.dataset import load_dataset  # noqa: E402
-from groundjudge.metrics.evaluate import evaluate_dataset  # noqa: E402
-from groundjudge.select import select_cases  # noqa: E402
+from groundjudge import api
+from groundjudge.calibrate.agreement import kappa
+from groundjudge.calibrate.verdicts import load_labels
+from groundjudge.judge.rubric import Rubric
+from groundjudge.judge.run import judge_selected
+from groundjudge.load.dataset import load_dataset
+from groundjudge.metrics.evaluate import evaluate_dataset
+from groundjudge.select import select_cases
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "rubrics" / "claim_check" / "v1.yaml").read_text())

@@ -278,9 +278,9 @@ def chat(client: OpenAI, cfg: Config, system: str, user: str, max_tokens: int, *
 
 def _chat_call(client: OpenAI, cfg: Config, system: str, user: str, max_tokens: int, **extra: Any) -> dict[str, Any]:
     started = time.perf_counter()
-    kwargs: dict[str, Any] = dict(model="local", messages=[{"role": "system", "content": system},
+    kwargs: dict[str, Any] = {"model": "local", "messages": [{"role": "system", "content": system},
                                                          {"role": "user", "content": user}],
-                                  max_tokens=max_tokens, temperature=0, seed=7, logprobs=True, top_logprobs=10)
+                                  "max_tokens": max_tokens, "temperature": 0, "seed": 7, "logprobs": True, "top_logprobs": 10}
     if extra:
         kwargs["extra_body"] = extra
     if cfg.stream:
@@ -562,9 +562,9 @@ def cmd_facts(args: argparse.Namespace) -> None:
                     # a different system text per variant so the first request of each variant is cold
                     system = cfg.system + f" [{variant}]"
                     t = time.perf_counter()
-                    kw: dict[str, Any] = dict(model="local", max_tokens=1, temperature=0,
-                                              messages=[{"role": "system", "content": system},
-                                                        {"role": "user", "content": user}])
+                    kw: dict[str, Any] = {"model": "local", "max_tokens": 1, "temperature": 0,
+                                              "messages": [{"role": "system", "content": system},
+                                                        {"role": "user", "content": user}]}
                     try:
                         if variant == "plain":
                             r = client.chat.completions.create(**kw)

@@ -31,7 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from groundjudge import api
 from groundjudge.calibrate.agreement import agreement
 from groundjudge.calibrate.verdicts import load_labels
@@ -236,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.all:
         runs.append((args.rubrics.split(",")[0], sorted(human)))
     for spec, chosen in runs:
-        rubric_id, _, base = rubric_spec(spec)
+        _, _, base = rubric_spec(spec)
         rows, wall = judge_rubric(spec, chosen, dataset, metrics, args)
         tag = base if chosen is keys else f"{base}_all"
         tag += f"_limit{args.limit}" if args.limit and chosen is keys else ""

@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.support
 
-from groundjudge.judge.cache import JudgeCache  # noqa: E402
-from groundjudge.judge.client import ClientSettings, JudgeClient  # noqa: E402
-from groundjudge.judge.engine import JudgeEngine  # noqa: E402
-from groundjudge.judge.render import JudgeItem, render_messages  # noqa: E402
-from groundjudge.judge.rubric import load_rubric  # noqa: E402
-from tests.support.judge_replies import verdict_dict  # noqa: E402
+from groundjudge.judge.cache import JudgeCache
+from groundjudge.judge.client import ClientSettings, JudgeClient
+from groundjudge.judge.engine import JudgeEngine
+from groundjudge.judge.render import JudgeItem, render_messages
+from groundjudge.judge.rubric import load_rubric
+from tests.support.judge_replies import verdict_dict
 
 MODEL = "bench-judge"
 CONTEXT_IDS = ["kb#1", "kb#2", "kb#3"]

@@ -17,6 +17,7 @@ import random
 import sys
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
@@ -73,8 +74,8 @@ def main() -> int:
         ours = bootstrap_ci(a, b, labels, weights, reps=args.reps)
         reference = sklearn_bootstrap_ci(a, b, labels, weights, reps=args.reps)
         assert all(abs(x - y) <= 1e-12 for x, y in zip(ours, reference)), (ours, reference)
-        slow = best_of(args.repeat, lambda: sklearn_bootstrap_ci(a, b, labels, weights, reps=args.reps))
-        fast = best_of(args.repeat, lambda: bootstrap_ci(a, b, labels, weights, reps=args.reps))
+        slow = best_of(args.repeat, partial(sklearn_bootstrap_ci, a, b, labels, weights, reps=args.reps))
+        fast = best_of(args.repeat, partial(bootstrap_ci, a, b, labels, weights, reps=args.reps))
         print(f"{name:16s} {slow * 1e3:15.1f} ms {fast * 1e3:9.2f} ms {slow / fast:7.0f}x")
     return 0
 

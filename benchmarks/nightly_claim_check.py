@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nightly_scale import CLI_WRAPPER, ROOT, run_child  # noqa: E402
+from nightly_scale import CLI_WRAPPER, ROOT, run_child
 
 
 def fill_questions(folder: Path, cache_dir: Path) -> int:
@@ -89,7 +89,7 @@ def main() -> int:
         out = folder / "runs" / "claim_check"
         cli = [sys.executable, "-c", CLI_WRAPPER, "run", "--config", str(folder / "groundjudge.toml"), "--rubric",
                "claim_check", "--cache-dir", str(run_cache), "--out", str(out), "--no-history", "--quiet"]
-        code, seconds, cpu, rss, stderr, pss, _, _ = run_child(cli, folder, env)
+        code, seconds, cpu, _rss, stderr, pss, _, _ = run_child(cli, folder, env)
         if code not in (0, 1):
             print(stderr[-3000:], file=sys.stderr)
             return 1

@@ -64,11 +64,9 @@ def generate(folder: Path, cases: int, seed: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "traces").mkdir(exist_ok=True)
     with open(folder / "corpus.jsonl", "w") as corpus:
-        for p in range(POOL):
-            corpus.write(json.dumps({"chunk_id": f"pool{p}#1", "doc_id": f"pool{p}", "text": words(rng, 60)}) + "\n")
+        corpus.writelines(json.dumps({"chunk_id": f"pool{p}#1", "doc_id": f"pool{p}", "text": words(rng, 60)}) + "\n" for p in range(POOL))
         for i in range(cases):
-            for k in (1, 2):
-                corpus.write(json.dumps({"chunk_id": f"d{i}#{k}", "doc_id": f"d{i}", "text": words(rng, 60)}) + "\n")
+            corpus.writelines(json.dumps({"chunk_id": f"d{i}#{k}", "doc_id": f"d{i}", "text": words(rng, 60)}) + "\n" for k in (1, 2))
     with open(folder / "golden.jsonl", "w") as golden:
         for i in range(cases):
             golden.write(json.dumps({

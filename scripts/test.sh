@@ -25,8 +25,8 @@ scripts/install_phoenix.sh
 
 # settings in pyproject.toml ([tool.ruff], [tool.mypy])
 checks=0
-echo "+ ruff check src tests"
-.venv/bin/ruff check --no-cache --output-format concise src tests || checks=1
+echo "+ ruff check src tests benchmarks"
+.venv/bin/ruff check --no-cache --output-format concise src tests benchmarks || checks=1
 echo "+ mypy"
 .venv/bin/mypy || checks=1
 
