@@ -40,7 +40,7 @@ V = TypeVar("V")
 # it is written, compared and pickled as the dict it was; only changing it raises).
 def read_only_map(value: Mapping[K, V]) -> Mapping[K, V]:
     """``value`` as a read-only mapping (the one empty mapping when it is empty)."""
-    return frozendict(value) if value else EMPTY
+    return frozendict(value) if value else EMPTY  # type: ignore[return-value]
 
 
 ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(read_only_map)]

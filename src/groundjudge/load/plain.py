@@ -127,7 +127,7 @@ def _made_from_fields(model: type[BaseModel]) -> SchemaValidator:
         if info.default_factory is not None:
             default = info.default_factory()  # type: ignore[call-arg]
             if default is not info.default_factory():  # type: ignore[call-arg]
-                schema = cs.with_default_schema(schema, default_factory=info.default_factory)  # type: ignore[arg-type]
+                schema = cs.with_default_schema(schema, default_factory=info.default_factory)
                 default = PydanticUndefined
         if default is not PydanticUndefined:  # (a factory of one and the same value: that value)
             schema = cs.with_default_schema(schema, default=default)
