@@ -94,8 +94,9 @@ class _Record(Frozen):
 
 
 def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
-    """``not_recorded`` as field -> reason: a list of field names gets a plain reason each."""
-    if isinstance(value, (list, tuple)):
+    """``not_recorded`` as field -> reason: a list of field names gets a plain reason each (a
+    list holding anything but names is left as it is, for validation to refuse)."""
+    if isinstance(value, (list, tuple)) and all(type(name) is str for name in value):
         value = {name: f"the {record} records no {name}" for name in value}
     if isinstance(value, dict):
         unknown = [name for name in value if name not in fields]
