@@ -38,7 +38,12 @@ K = TypeVar("K")
 V = TypeVar("V")
 # A mapping field: validated as a dict, held as a read-only ``frozendict`` (a dict subclass, so
 # it is written, compared and pickled as the dict it was; only changing it raises).
-ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(lambda value: frozendict(value) if value else EMPTY)]
+def read_only_map(value: Mapping[K, V]) -> Mapping[K, V]:
+    """``value`` as a read-only mapping (the one empty mapping when it is empty)."""
+    return frozendict(value) if value else EMPTY  # type: ignore[return-value]
+
+
+ReadOnlyMap = Annotated[Mapping[K, V], AfterValidator(read_only_map)]
 
 
 def _one_of_equals(value: Mapping[str, str]) -> frozendict[str, str]:
@@ -67,6 +72,8 @@ Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
 Grade = Annotated[int, Field(ge=0, le=3)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+# a chunk id in a trace: non-empty for pydantic, and for msgspec where it decodes a trace's chunks
+ItemId = Annotated[str, Field(min_length=1), msgspec.Meta(min_length=1)]
 # What a trace measured: never negative, and below bounds no real trace reaches (1e12 ms is 32
 # years), so that sums over any number of traces stay finite. NaN and infinities are refused
 # everywhere (``allow_inf_nan=False`` below): a mean over them would be no number at all.
@@ -87,8 +94,9 @@ class _Record(Frozen):
 
 
 def _not_recorded(value: Any, fields: tuple[str, ...], record: str) -> Any:
-    """``not_recorded`` as field -> reason: a list of field names gets a plain reason each."""
-    if isinstance(value, (list, tuple)):
+    """``not_recorded`` as field -> reason: a list of field names gets a plain reason each (a
+    list holding anything but names is left as it is, for validation to refuse)."""
+    if isinstance(value, (list, tuple)) and all(type(name) is str for name in value):
         value = {name: f"the {record} records no {name}" for name in value}
     if isinstance(value, dict):
         unknown = [name for name in value if name not in fields]
@@ -183,7 +191,7 @@ class GoldenCase(_Record):
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
 
 
-class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
     """A chunk or citation of a trace: a frozen msgspec struct, not a model. A nightly set holds
     millions of them: a struct takes far less memory than a model, and ``gc=False`` leaves them
     out of the garbage collector's walks (they hold strings, numbers and offsets: no cycles).
@@ -192,6 +200,10 @@ class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     fields, errors name ``retrieved_chunks[0].chunk_id``); a struct given as it is passes as it
     is. Unknown fields are kept in ``model_extra`` (a read-only mapping, as a model's) and are
     not written out with the trace.
+
+    msgspec decodes the chunks of a plain trace straight into their structs
+    (:mod:`groundjudge.load.plain`): there an unknown field is an error (``forbid_unknown_fields``),
+    which leaves that trace to pydantic; the ids carry msgspec's bound beside pydantic's.
     """
 
     model_extra: frozendict[str, Any] = frozendict()
@@ -245,7 +257,7 @@ _ITEM = ConfigDict(extra="allow", str_strip_whitespace=False, allow_inf_nan=Fals
 
 
 class RetrievedChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
-    chunk_id: NonEmptyStr
+    chunk_id: ItemId
     doc_id: str | None = None
     score: float | None = None
     rank: int | None = None
@@ -256,13 +268,13 @@ class RetrievedChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
 
 
 class ContextChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
-    chunk_id: NonEmptyStr
+    chunk_id: ItemId
     text: str | None = None
     text_hash: str | None = None
 
 
 class Citation(_TraceItem, frozen=True, kw_only=True, gc=False):
-    chunk_id: NonEmptyStr
+    chunk_id: ItemId
     offsets: Offsets | None = None
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
 from groundjudge.load.json_stream import LocatedValue, ValueProblem, layout, located_values, split_path
+from groundjudge.load.plain import plain_records
 from groundjudge.strict_json import NON_FINITE, TOO_DEEP, JSONProblem, non_finite_fields
 from groundjudge.strict_json import loads as strict_loads
 
@@ -137,10 +138,12 @@ def _list_of(model: type[M]) -> TypeAdapter[list[M]]:
 
 
 def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
-    """Every line parsed and validated by pydantic-core, a batch of lines at a time (the lines
-    of a batch joined into one JSON array, so the records come out in one call, each checked
-    against the contract's own schema); None at the first batch with a bad line, so that the
-    careful path below reads the file again and names every problem the same way as always.
+    """Every line parsed and validated a batch of lines at a time (the lines of a batch joined
+    into one JSON array, so the records come out in one call): by msgspec when every line of
+    the batch is of the contract's plain shape (:mod:`groundjudge.load.plain`), else by
+    pydantic-core against the contract's own schema; None at the first batch with a bad line,
+    so that the careful path below reads the file again and names every problem the same way
+    as always.
 
     It reads the file's bytes: pydantic-core parses UTF-8 itself (invalid UTF-8 fails the
     batch), so the text is never decoded to Python and encoded again. A ``\n`` byte is a
@@ -159,12 +162,15 @@ def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     adapter = _list_of(model)
     for start in range(0, len(numbered), BATCH):
         batch = numbered[start:start + BATCH]
-        if any(b"NaN" in raw or b"Infinity" in raw for _, raw in batch):
+        lines = b"[" + b",".join(raw for _, raw in batch) + b"]"
+        if b"NaN" in lines or b"Infinity" in lines:  # (in a line of the batch: a comma joins none)
             return None  # pydantic reads them as floats: the careful path names the field
-        try:
-            made = adapter.validate_json(b"[" + b",".join(raw for _, raw in batch) + b"]")
-        except ValidationError:
-            return None
+        made = plain_records(model, lines)
+        if made is None:
+            try:
+                made = adapter.validate_json(lines)
+            except ValidationError:
+                return None
         records.extend(zip((lineno for lineno, _ in batch), made, strict=True))
     return records or None
 
