@@ -55,6 +55,20 @@ def test_bad_input_gives_one_message_and_exit_2(tmp_path, golden, traces, fragme
     assert not out.exists()  # nothing written
 
 
+@pytest.mark.parametrize("listed", [[[]], [1], ["answer", {"x": 1}]])
+def test_a_not_recorded_list_of_anything_but_names_is_one_clear_problem(tmp_path, listed):
+    # it once reached a dict comprehension that hashed each item: a TypeError, not an input error
+    traces = tmp_path / "t.jsonl"
+    traces.write_text('{"query_id": "a", "config_id": "base"}\n'
+                      + json.dumps({"query_id": "a", "config_id": "other", "not_recorded": listed}) + "\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["metrics", "--golden", str(OK_GOLDEN), "--traces", str(traces), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "t.jsonl:2: not_recorded" in result.stderr
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
 def test_unknown_chunk_in_golden_is_an_error_when_corpus_given(tmp_path, mini):
     golden = tmp_path / "g.jsonl"
     golden.write_text('{"id": "a", "question": "q", "expected_chunk_ids": ["nope#1"]}\n')
