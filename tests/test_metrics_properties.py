@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundjudge.metrics.retrieval import evaluate_trec, retrieval_metrics, trec_order
+from groundjudge.metrics.retrieval import case_rates, evaluate_trec, retrieval_metrics, trec_order
 
 KS = (1, 2, 3, 5, 10)
 COUNTS = ("num_rel", "num_ret", "num_rel_ret")
@@ -145,6 +146,26 @@ def test_scored_run_path_agrees_with_trec_order_then_ranking(case, scores) -> No
     scored = list(zip(ranking, scores))
     per_query, _ = evaluate_trec({"q": relevance}, {"q": scored}, KS)
     assert same(per_query["q"], retrieval_metrics(trec_order(scored), relevance, KS))
+
+
+@given(cases(), st.sampled_from([(1,), (10, 1), (1, 2, 3, 5, 10), (3, 3, 7)]))
+def test_a_cases_rates_are_retrieval_metrics_without_the_counts(case, ks) -> None:
+    """case_rates skips the checks a case's scoring makes itself: the same values, bit for bit
+    (None where the denominator is empty, precision too), and the counts left out."""
+    ranking, relevance = case
+    full = retrieval_metrics(ranking, relevance, ks, precision_without_relevant=None)
+    rates = case_rates(ranking, relevance, ks)
+    assert list(rates) == [key for key in full if key not in COUNTS]
+    assert all(rates[key] is full[key] is None or (rates[key] is not None and rates[key].hex() == full[key].hex())
+               for key in rates)
+
+
+def test_a_cases_rates_refuse_what_retrieval_metrics_refuses() -> None:
+    for bad in ((["d1", "d1"], {"d1": 1}, (1,)), (["d1"], {"d1": 1}, (0,)), (["d1"], {"d1": 1.5}, (1,))):
+        for score in (retrieval_metrics, case_rates):
+            with pytest.raises(ValueError):
+                score(*bad)
+    assert all(value is None for value in case_rates([], {}, (1,)).values())  # an empty ranking, no judgments
 
 
 @given(cases(), st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=30, max_size=30))
