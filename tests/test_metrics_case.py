@@ -331,3 +331,35 @@ def test_context_and_citation_metrics_follow_their_definitions_on_random_traces(
             "citation_in_context": rate(sum(1 for cid in cited_ids if cid in context), len(cited_ids)),
             "must_cite_coverage": rate(len(set(case.must_cite) & set(cited_ids)), len(case.must_cite)),
             "citation_offset_accuracy": rate(accurate, len(with_offsets)) if spans else None}
+
+
+def test_containment_normalises_the_answer_once_with_the_same_results_as_contains():
+    import random
+
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.metrics.containment import MIN_CLAIM_CHARS, constraint_metrics, containment_metrics
+    from groundjudge.metrics.text import contains
+
+    rng = random.Random(3)
+    parts = ["Leave", "LEAVE", " ", "\n", "ß", "ss", "ﬁ", "fi", "20 days", "đ", "É", "e\u0301", "\u00a0", "x"]
+
+    def text() -> str:
+        return "".join(rng.choice(parts) for _ in range(rng.randint(0, 6)))
+
+    for _ in range(1500):
+        case = GoldenCase(id="q", question="q?", must_contain=[text() for _ in range(rng.randint(0, 2))],
+                          forbidden=[text() for _ in range(rng.randint(0, 2))],
+                          gold_claim_substrings=[text() for _ in range(rng.randint(0, 2))],
+                          constraints=[text() for _ in range(rng.randint(0, 2))])
+        answer = rng.choice([None, text(), text() + text()])
+        echo = rng.choice([None, [text(), text()]])
+        claims = [c for c in case.gold_claim_substrings if len(c.strip()) >= MIN_CLAIM_CHARS]
+        shipped = answer or ""
+        assert containment_metrics(case, answer) == {
+            "must_contain": float(all(contains(shipped, s) for s in case.must_contain)) if case.must_contain else None,
+            "forbidden_absent": float(not any(contains(shipped, s) for s in case.forbidden)) if case.forbidden else None,
+            "gold_claim_hit": float(any(contains(shipped, c) for c in claims)) if claims else None}
+        restated = all(contains(shipped, c) for c in case.constraints) and (
+            echo is None or all(contains("\n".join(echo), c) for c in case.constraints))
+        assert constraint_metrics(case, answer, echo) == {
+            "constraint_integrity": float(restated) if case.constraints else None}

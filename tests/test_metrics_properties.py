@@ -166,6 +166,12 @@ def test_a_cases_rates_refuse_what_retrieval_metrics_refuses() -> None:
             with pytest.raises(ValueError):
                 score(*bad)
     assert all(value is None for value in case_rates([], {}, (1,)).values())  # an empty ranking, no judgments
+    # a few ranked positive documents are placed one by one, many by one pass: the same either way
+    for hits in (0, 1, 8, 9, 30):
+        ranking = [f"d{i}" for i in range(40)]
+        relevance = {f"d{i * 40 // max(hits, 1)}": 1 + i % 3 for i in range(hits)} | {"x": 2, "d39": 0}
+        full = retrieval_metrics(ranking, relevance, KS, precision_without_relevant=None)
+        assert case_rates(ranking, relevance, KS) == {k: v for k, v in full.items() if k not in COUNTS}
 
 
 @given(cases(), st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=30, max_size=30))
@@ -229,6 +235,7 @@ GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_siz
                   min_size=12, max_size=12)
 
 
+@settings(deadline=None)  # the first example loads pyarrow.compute (table.take): a third of a second on a busy machine
 @given(ROWS, ROWS, GROUPS)
 def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
         rows: list[dict[str, float | None]], more: list[dict[str, float | None]],
@@ -330,3 +337,30 @@ def test_failed_checks_of_a_table_without_rows_or_without_checked_metrics():
     assert failed_checks(metric_schema(["recall@10"]).empty_table()) == []
     only_other = pa.table({"config_id": ["c"], "case_id": ["a"], "other": [0.0]})
     assert failed_checks(only_other) == [()]
+
+
+@given(st.lists(st.one_of(st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, 0.1, 1e16, -1e16]),
+                          st.floats(allow_nan=False, allow_infinity=False)), max_size=40))
+def test_a_columns_running_sum_is_pythons_sum_bit_for_bit(values: list[float]) -> None:
+    """The table path sums a column in numpy: the same additions, in the same order, as
+    Python's sum of the floats (the sign of a zero and an overflow to infinity included)."""
+    import numpy as np
+
+    from groundjudge.metrics.aggregate import running_sum, summaries, table_summaries
+    from groundjudge.metrics.table import metric_schema
+
+    assert repr(running_sum(np.array(values, dtype=np.float64))) == repr(float(sum(values)))
+    assert running_sum(values) == sum(values)
+    names = ("m", "cost_usd", "latency_ms.e2e")
+    rows = [[None if i % 3 == 0 else v for i, v in enumerate(values)], values, values]
+    table = pa.table([pa.array(["c"] * len(values)), pa.array([str(i) for i in range(len(values))]),
+                      pa.nulls(len(values), pa.map_(pa.string(), pa.string())),
+                      *(pa.array(column, pa.float64()) for column in rows)], schema=metric_schema(names))
+    columns = {name: [v for v in column if v is not None] for name, column in zip(names, rows, strict=True)}
+    try:
+        want = repr(summaries(columns))
+    except ValueError:  # an overflow to infinity: both refuse it
+        with pytest.raises(ValueError, match="not a finite number"):
+            table_summaries([table[:len(values) // 2], table[len(values) // 2:]], names)
+        return
+    assert repr(table_summaries([table[:len(values) // 2], table[len(values) // 2:]], names)) == want
