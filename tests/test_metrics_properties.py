@@ -337,30 +337,3 @@ def test_failed_checks_of_a_table_without_rows_or_without_checked_metrics():
     assert failed_checks(metric_schema(["recall@10"]).empty_table()) == []
     only_other = pa.table({"config_id": ["c"], "case_id": ["a"], "other": [0.0]})
     assert failed_checks(only_other) == [()]
-
-
-@given(st.lists(st.one_of(st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, 0.1, 1e16, -1e16]),
-                          st.floats(allow_nan=False, allow_infinity=False)), max_size=40))
-def test_a_columns_running_sum_is_pythons_sum_bit_for_bit(values: list[float]) -> None:
-    """The table path sums a column in numpy: the same additions, in the same order, as
-    Python's sum of the floats (the sign of a zero and an overflow to infinity included)."""
-    import numpy as np
-
-    from groundjudge.metrics.aggregate import running_sum, summaries, table_summaries
-    from groundjudge.metrics.table import metric_schema
-
-    assert repr(running_sum(np.array(values, dtype=np.float64))) == repr(float(sum(values)))
-    assert running_sum(values) == sum(values)
-    names = ("m", "cost_usd", "latency_ms.e2e")
-    rows = [[None if i % 3 == 0 else v for i, v in enumerate(values)], values, values]
-    table = pa.table([pa.array(["c"] * len(values)), pa.array([str(i) for i in range(len(values))]),
-                      pa.nulls(len(values), pa.map_(pa.string(), pa.string())),
-                      *(pa.array(column, pa.float64()) for column in rows)], schema=metric_schema(names))
-    columns = {name: [v for v in column if v is not None] for name, column in zip(names, rows, strict=True)}
-    try:
-        want = repr(summaries(columns))
-    except ValueError:  # an overflow to infinity: both refuse it
-        with pytest.raises(ValueError, match="not a finite number"):
-            table_summaries([table[:len(values) // 2], table[len(values) // 2:]], names)
-        return
-    assert repr(table_summaries([table[:len(values) // 2], table[len(values) // 2:]], names)) == want

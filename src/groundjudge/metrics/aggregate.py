@@ -11,8 +11,6 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
 
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from groundjudge.contracts import GoldenCase
@@ -48,15 +46,18 @@ def summarize(rows: Iterable[Mapping[str, float | None]]) -> dict[str, Summary]:
     return summaries(columns)
 
 
-def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> npt.NDArray[np.float64]:
-    """The values of Arrow columns that are not null, one column after the other, as one array."""
-    arrays = [part.drop_null().to_numpy(zero_copy_only=False) for part in parts]
-    return np.concatenate(arrays) if arrays else np.empty(0)
+def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> list[float]:
+    """The values of Arrow columns that are not null, one column after the other, as floats."""
+    out: list[float] = []
+    for part in parts:
+        out += part.drop_null().to_numpy(zero_copy_only=False).tolist()
+    return out
 
 
 def table_summaries(tables: Sequence[pa.Table], names: Iterable[str]) -> dict[str, Summary]:
     """The summaries of metric ``names`` over the rows of ``tables``, one table after the other.
     Each mean adds its values in row order, as a running sum over the cases would."""
+    # one column's values at a time: a nightly run's columns as Python floats would be gigabytes
     return _summaries((name, present(t.column(name) for t in tables if name in t.column_names)) for name in names)
 
 
@@ -64,33 +65,18 @@ def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
     return _summaries(columns.items())
 
 
-def _summaries(columns: Iterable[tuple[str, Column | npt.NDArray[np.float64]]]) -> dict[str, Summary]:
+def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
     for name, values in columns:
-        n = len(values)
-        total = running_sum(values)
-        _check_finite(name, total)
+        _check_finite(name, values)
         if name.startswith("latency_ms."):
-            ordered = values.tolist() if isinstance(values, np.ndarray) else values
             for q in PERCENTILES:
-                out[f"{name}.p{q}"] = {"value": percentile(ordered, q), "n": n}
+                out[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
             continue
-        out[name] = {"value": total / n if n else None, "n": n}
+        out[name] = {"value": sum(values) / len(values) if len(values) else None, "n": len(values)}
         if name == "cost_usd":
-            out["cost_usd.total"] = {"value": total if n else None, "n": n}
+            out["cost_usd.total"] = {"value": sum(values) if len(values) else None, "n": len(values)}
     return out
-
-
-def running_sum(values: Column | npt.NDArray[np.float64]) -> float:
-    """``sum(values)`` as Python adds floats: 0.0 plus each value in turn, in order (a NaN or an
-    infinity stays one). An array's running sum is taken by numpy's accumulate, which adds in
-    that same order, without making a Python float of each value; 0.0 for no values."""
-    if not isinstance(values, np.ndarray):
-        return sum(values)
-    if not len(values):
-        return 0.0
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is an infinity, as in Python, not a warning
-        return float(np.add.accumulate(np.concatenate(([0.0], values)))[-1])
 
 
 def unknown_counts(tables: Iterable[pa.Table]) -> UnknownCounts:
@@ -127,11 +113,11 @@ def with_reasons(found: dict[str, Summary], counts: UnknownCounts, cases: int) -
     return found
 
 
-def _check_finite(name: str, total: float) -> None:
+def _check_finite(name: str, values: Column) -> None:
     """A NaN or an infinity would make a mean (and orjson's null) of a column whose n still
     counts it. Inputs are checked when they are read, so this never happens unless a metric
-    computes one: say so rather than write a summary that hides it. ``total``: the column's sum."""
-    if not math.isfinite(total):
+    computes one: say so rather than write a summary that hides it."""
+    if values and not math.isfinite(sum(values)):
         raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
                          "(inputs are checked when read, so a metric computed it: a bug)")
 
