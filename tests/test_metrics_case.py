@@ -240,3 +240,126 @@ def test_a_traces_constraints_echo_is_read_from_its_read_only_unknown_fields():
     values = {name: compute_case(case, t, Corpus(), MetricSettings()).values["constraint_integrity"]
               for name, t in (("plain", plain), ("echoed", echoed))}
     assert values == {"plain": 1.0, "echoed": 0.0}
+
+
+def test_doc_recall_counts_each_wanted_document_found_in_the_top_k():
+    """doc_recall places each wanted document at its first rank; that is the share of wanted
+    documents among the top k's documents, with documents repeated, unknown, or given by the
+    trace rather than the corpus, and the wanted ones stated or read off the relevant chunks."""
+    import random
+
+    from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+    from groundjudge.load.dataset import Corpus
+    from groundjudge.metrics.case import doc_recall, ranking_of
+
+    corpus = Corpus({f"c{i}": CorpusChunk(chunk_id=f"c{i}", doc_id=f"d{i % 4}", text="t") for i in range(8)})
+    rng = random.Random(11)
+    ks = (1, 2, 3, 5, 10)
+    for _ in range(1500):
+        ids = [f"c{rng.randint(0, 10)}" for _ in range(rng.randint(0, 9))]
+        trace = Trace(query_id="q", config_id="c", retrieved_chunks=[
+            {"chunk_id": cid, **({"doc_id": rng.choice(["d1", "d9"])} if rng.random() < 0.3 else {})} for cid in ids])
+        relevance = {f"c{rng.randint(0, 10)}": rng.randint(0, 3) for _ in range(rng.randint(0, 4))}
+        expected = rng.choice([None, (), tuple(rng.sample(["d0", "d1", "d2", "d9"], rng.randint(1, 3)))])
+        case = GoldenCase(id="q", question="q?", relevance=relevance, expected_doc_ids=expected)
+        ranking = ranking_of(trace)
+        wanted = set(expected) if expected is not None else {
+            d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))}
+        doc_by_chunk = {c.chunk_id: c.doc_id for c in trace.retrieved_chunks if c.doc_id}
+        docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
+        want = {f"recall_doc@{k}": len(wanted & set(docs[:k])) / len(wanted) if wanted else None for k in ks}
+        got = doc_recall(case, trace, ranking, corpus, ks)
+        assert got == want and got == doc_recall(case, trace, ranking, corpus, ks, relevant=case.relevant_chunk_ids)
+
+
+def test_a_ranking_with_a_missing_score_keeps_the_traces_order_each_id_once():
+    from groundjudge.contracts import Trace
+    from groundjudge.metrics.case import ranking_of
+
+    def ranked(*chunks: tuple[str, float | None]) -> list[str]:
+        return ranking_of(Trace(query_id="q", config_id="c", retrieved_chunks=[
+            {"chunk_id": cid, "score": score} for cid, score in chunks]))
+
+    assert ranked() == []
+    assert ranked(("b", 0.1), ("a", None), ("b", 0.9)) == ["b", "a"]
+    assert ranked(("b", None), ("a", None), ("a", None)) == ["b", "a"]
+    assert ranked(("b", 0.0), ("a", -0.0), ("c", 0.0)) == ["c", "b", "a"]  # ties: larger id first
+    assert ranked(("a", 0.5), ("b", 0.7), ("a", 0.9)) == ["a", "b"]  # a repeat at its best score
+
+
+def test_context_and_citation_metrics_follow_their_definitions_on_random_traces():
+    """Each rate as its docstring defines it, written out plainly, on traces with repeated,
+    unknown and uncited chunks, citations with and without offsets, with and without a corpus."""
+    import random
+
+    from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+    from groundjudge.metrics.grounding import citation_metrics, context_metrics, spans_overlap
+
+    rng = random.Random(5)
+    corpus = {f"c{i}": CorpusChunk(chunk_id=f"c{i}", doc_id=f"d{i % 3}", text="t",
+                                   offsets=(10 * i, 10 * i + 8) if i % 2 else None) for i in range(6)}
+    ids = [f"c{i}" for i in range(9)]
+    for _ in range(1500):
+        cited = [{"chunk_id": rng.choice(ids), **({"offsets": sorted(rng.sample(range(80), 2))} if rng.random() < 0.5
+                                                   else {})} for _ in range(rng.randint(0, 4))]
+        trace = Trace(query_id="q", config_id="c", retrieved_chunks=rng.sample(ids, rng.randint(0, 5)),
+                      context_chunks=[rng.choice(ids) for _ in range(rng.randint(0, 4))], citations=cited)
+        case = GoldenCase(id="q", question="q?", relevance={cid: rng.randint(0, 3) for cid in rng.sample(ids, 3)},
+                          must_cite=rng.sample(ids, rng.randint(0, 2)))
+        chunks = rng.choice([corpus, {}])
+        relevant = case.relevant_chunk_ids
+        context = [c.chunk_id for c in trace.context_chunks]
+        retrieved = {c.chunk_id for c in trace.retrieved_chunks}
+        cited_ids = [c.chunk_id for c in trace.citations]
+
+        def rate(hits: int, total: int) -> float | None:
+            return hits / total if total else None
+
+        assert context_metrics(case, trace) == ({"context_recall": None, "context_precision": None} if not relevant else {
+            "context_recall": rate(len(relevant & set(context)), len(relevant)),
+            "context_precision": rate(sum(1 for cid in context if cid in relevant), len(context))})
+        gold = list(case.must_cite) or list(relevant)
+        spans = [chunks[g] for g in gold if g in chunks and chunks[g].offsets is not None]
+        with_offsets = [c for c in trace.citations if c.offsets is not None]
+        accurate = sum(1 for c in with_offsets if any(
+            g.doc_id == (chunks[c.chunk_id].doc_id if c.chunk_id in chunks else None)
+            and spans_overlap(c.offsets, g.offsets, 30) for g in spans))
+        known = chunks.keys() if chunks else retrieved | set(context)
+        assert citation_metrics(case, trace, chunks) == {
+            "citation_scoped": rate(sum(1 for cid in cited_ids if cid in known and cid in retrieved and cid in context),
+                                    len(cited_ids)),
+            "citation_in_context": rate(sum(1 for cid in cited_ids if cid in context), len(cited_ids)),
+            "must_cite_coverage": rate(len(set(case.must_cite) & set(cited_ids)), len(case.must_cite)),
+            "citation_offset_accuracy": rate(accurate, len(with_offsets)) if spans else None}
+
+
+def test_containment_normalises_the_answer_once_with_the_same_results_as_contains():
+    import random
+
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.metrics.containment import MIN_CLAIM_CHARS, constraint_metrics, containment_metrics
+    from groundjudge.metrics.text import contains
+
+    rng = random.Random(3)
+    parts = ["Leave", "LEAVE", " ", "\n", "ß", "ss", "ﬁ", "fi", "20 days", "đ", "É", "e\u0301", "\u00a0", "x"]
+
+    def text() -> str:
+        return "".join(rng.choice(parts) for _ in range(rng.randint(0, 6)))
+
+    for _ in range(1500):
+        case = GoldenCase(id="q", question="q?", must_contain=[text() for _ in range(rng.randint(0, 2))],
+                          forbidden=[text() for _ in range(rng.randint(0, 2))],
+                          gold_claim_substrings=[text() for _ in range(rng.randint(0, 2))],
+                          constraints=[text() for _ in range(rng.randint(0, 2))])
+        answer = rng.choice([None, text(), text() + text()])
+        echo = rng.choice([None, [text(), text()]])
+        claims = [c for c in case.gold_claim_substrings if len(c.strip()) >= MIN_CLAIM_CHARS]
+        shipped = answer or ""
+        assert containment_metrics(case, answer) == {
+            "must_contain": float(all(contains(shipped, s) for s in case.must_contain)) if case.must_contain else None,
+            "forbidden_absent": float(not any(contains(shipped, s) for s in case.forbidden)) if case.forbidden else None,
+            "gold_claim_hit": float(any(contains(shipped, c) for c in claims)) if claims else None}
+        restated = all(contains(shipped, c) for c in case.constraints) and (
+            echo is None or all(contains("\n".join(echo), c) for c in case.constraints))
+        assert constraint_metrics(case, answer, echo) == {
+            "constraint_integrity": float(restated) if case.constraints else None}

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundjudge.metrics.retrieval import evaluate_trec, retrieval_metrics, trec_order
+from groundjudge.metrics.retrieval import case_rates, evaluate_trec, retrieval_metrics, trec_order
 
 KS = (1, 2, 3, 5, 10)
 COUNTS = ("num_rel", "num_ret", "num_rel_ret")
@@ -147,6 +148,32 @@ def test_scored_run_path_agrees_with_trec_order_then_ranking(case, scores) -> No
     assert same(per_query["q"], retrieval_metrics(trec_order(scored), relevance, KS))
 
 
+@given(cases(), st.sampled_from([(1,), (10, 1), (1, 2, 3, 5, 10), (3, 3, 7)]))
+def test_a_cases_rates_are_retrieval_metrics_without_the_counts(case, ks) -> None:
+    """case_rates skips the checks a case's scoring makes itself: the same values, bit for bit
+    (None where the denominator is empty, precision too), and the counts left out."""
+    ranking, relevance = case
+    full = retrieval_metrics(ranking, relevance, ks, precision_without_relevant=None)
+    rates = case_rates(ranking, relevance, ks)
+    assert list(rates) == [key for key in full if key not in COUNTS]
+    assert all(rates[key] is full[key] is None or (rates[key] is not None and rates[key].hex() == full[key].hex())
+               for key in rates)
+
+
+def test_a_cases_rates_refuse_what_retrieval_metrics_refuses() -> None:
+    for bad in ((["d1", "d1"], {"d1": 1}, (1,)), (["d1"], {"d1": 1}, (0,)), (["d1"], {"d1": 1.5}, (1,))):
+        for score in (retrieval_metrics, case_rates):
+            with pytest.raises(ValueError):
+                score(*bad)
+    assert all(value is None for value in case_rates([], {}, (1,)).values())  # an empty ranking, no judgments
+    # a few ranked positive documents are placed one by one, many by one pass: the same either way
+    for hits in (0, 1, 8, 9, 30):
+        ranking = [f"d{i}" for i in range(40)]
+        relevance = {f"d{i * 40 // max(hits, 1)}": 1 + i % 3 for i in range(hits)} | {"x": 2, "d39": 0}
+        full = retrieval_metrics(ranking, relevance, KS, precision_without_relevant=None)
+        assert case_rates(ranking, relevance, KS) == {k: v for k, v in full.items() if k not in COUNTS}
+
+
 @given(cases(), st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=30, max_size=30))
 def test_order_preserving_relabelling_keeps_tie_breaks(case, scores) -> None:
     ranking, relevance = case
@@ -208,6 +235,7 @@ GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_siz
                   min_size=12, max_size=12)
 
 
+@settings(deadline=None)  # the first example loads pyarrow.compute (table.take): a third of a second on a busy machine
 @given(ROWS, ROWS, GROUPS)
 def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
         rows: list[dict[str, float | None]], more: list[dict[str, float | None]],

@@ -45,11 +45,54 @@ class BehaviorRules:
             return "abstain"
         if self.refusal_token is not None and answer.strip() == self.refusal_token:
             return "abstain"
-        folded = strip_accents(normalize(answer))
+        return self._classify(strip_accents(normalize(answer)))
+
+    def detect_all(self, answers: Sequence[str | None]) -> list[Behavior]:
+        """:meth:`detect` of each answer, in order: the same results, with the phrases searched
+        for in the whole column of answers at once (one pass of one pattern that matches any
+        phrase, in Arrow). Only the answers it finds a phrase in are classified one by one."""
+        out: list[Behavior] = []
+        texts: list[str] = []
+        at: list[int] = []  # the answers whose folded text is searched, by position in ``out``
+        for answer in answers:
+            if answer is None or not answer.strip() or (
+                    self.refusal_token is not None and answer.strip() == self.refusal_token):
+                out.append("abstain")
+            else:
+                at.append(len(out))
+                texts.append(strip_accents(normalize(answer)))
+                out.append("answer")
+        if not texts or self._any_phrase is None:
+            return out
+        import pyarrow as pa  # not at import time: the TREC path never loads Arrow
+        import pyarrow.compute as pc
+
+        try:
+            found = pc.match_substring_regex(pa.array(texts, pa.string()), self._any_phrase).to_pylist()
+        except (UnicodeEncodeError, pa.ArrowException):
+            # text UTF-8 cannot hold (a lone surrogate), or a phrase list too large for one
+            # pattern: every answer is searched phrase by phrase instead
+            found = [True] * len(texts)
+        for i, folded, hit in zip(at, texts, found, strict=True):
+            if hit:
+                out[i] = self._classify(folded)
+        return out
+
+    def _classify(self, folded: str) -> Behavior:
         for behavior, phrases in self._folded:
             if any(map(folded.__contains__, phrases)):  # map: no Python frame per phrase
                 return behavior  # type: ignore[return-value]
         return "answer"
+
+    @cached_property
+    def _any_phrase(self) -> str | None:
+        """One RE2 pattern matching where any phrase occurs (each a literal: every character but
+        an ASCII letter or digit written by its code point); None when there is no phrase."""
+        phrases = dict.fromkeys(p for _, group in self._folded for p in group)
+        if not phrases:
+            return None
+        return "|".join("".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in p)
+                        for p in phrases)
 
     @cached_property
     def _folded(self) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from operator import gt
+from operator import attrgetter, gt
 from types import MappingProxyType
 
 from groundjudge.contracts import Behavior, GoldenCase, Trace
@@ -14,7 +16,7 @@ from groundjudge.metrics.behavior import BehaviorRules, behavior_metrics, observ
 from groundjudge.metrics.containment import constraint_metrics, containment_metrics
 from groundjudge.metrics.grounding import citation_metrics, context_metrics
 from groundjudge.metrics.operations import operation_values
-from groundjudge.metrics.retrieval import at_k, retrieval_metrics, trec_order
+from groundjudge.metrics.retrieval import at_k, case_rates, trec_order
 from groundjudge.metrics.spans import span_metrics
 from groundjudge.metrics.stability import topk_agreement
 from groundjudge.metrics.unrecorded import OBSERVED_BEHAVIOR, unknown_inputs, unknown_metrics
@@ -29,7 +31,6 @@ class MetricSettings:
 
 
 _NOTHING_UNKNOWN: Mapping[str, str] = MappingProxyType({})
-_COUNTS = ("num_rel", "num_ret", "num_rel_ret")  # the last keys of ``retrieval_metrics``
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,21 +47,24 @@ class CaseMetrics:
     unknown: Mapping[str, str] = field(default_factory=lambda: _NOTHING_UNKNOWN)  # one shared empty mapping
 
 
+_chunk_id = attrgetter("chunk_id")
+_score = attrgetter("score")
+
+
 def ranking_of(trace: Trace) -> list[str]:
     """The trace's ranking: trec_eval order when every chunk has a score, else the trace's order.
 
     A chunk retrieved twice (hybrid retrievers do this) counts once, at its best position.
     """
     chunks = trace.retrieved_chunks
-    ids = [c.chunk_id for c in chunks]
-    given = [c.score for c in chunks]
-    scores = [x for x in given if x is not None]
-    if chunks and len(scores) == len(given):
+    ids = list(map(_chunk_id, chunks))
+    scores = list(map(_score, chunks))
+    if chunks and None not in scores:
         # Already in trec_eval's order (scores strictly falling, so no ties to break, and each
         # id once): that order itself, as most retrievers write it. A NaN fails the test and
         # goes the general way. (map over the scores and their successors: no Python frame per pair)
         if all(map(gt, scores, scores[1:])) and len(set(ids)) == len(ids):
-            return list(ids)
+            return ids
         best: dict[str, float] = {}
         for cid, score in zip(ids, scores, strict=True):
             best[cid] = max(best.get(cid, float("-inf")), score)
@@ -68,22 +72,32 @@ def ranking_of(trace: Trace) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int]) -> dict[str, float | None]:
+def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpus, ks: Sequence[int],
+               *, relevant: AbstractSet[str] | None = None) -> dict[str, float | None]:
+    """``recall_doc@k``: the expected documents (else those of the relevant chunks) in the
+    documents of the top k, over all of them. ``relevant``: the case's relevant chunk ids, when
+    the caller has them already."""
     expected = case.expected_doc_ids
     if expected is None:
-        expected = tuple(sorted({d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))}))
-    if not expected:
+        relevant = case.relevant_chunk_ids if relevant is None else relevant
+        wanted = {d for cid in relevant if (d := corpus.doc_of(cid))}
+    else:
+        wanted = set(expected)
+    if not wanted:
         return {at_k("recall_doc", k): None for k in ks}
-    chunks = trace.retrieved_chunks
-    doc_by_chunk = {c.chunk_id: c.doc_id for c in chunks if c.doc_id}
-    docs = [doc_by_chunk.get(cid) or corpus.doc_of(cid) for cid in ranking]
-    wanted = set(expected)
-    return {at_k("recall_doc", k): len(wanted & set(docs[:k])) / len(wanted) for k in ks}
+    doc_by_chunk = {c.chunk_id: c.doc_id for c in trace.retrieved_chunks if c.doc_id}
+    doc_of = corpus.doc_of
+    docs = [doc_by_chunk.get(cid) or doc_of(cid) for cid in ranking]
+    # where each wanted document first appears in the ranking: those before k are in the top k
+    ranks = sorted(docs.index(doc) for doc in wanted if doc in docs)
+    return {at_k("recall_doc", k): bisect_left(ranks, k) / len(wanted) for k in ks}
 
 
-def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus) -> list[str]:
-    relevant = case.relevant_chunk_ids  # made on each read: once here, not once per chunk
-    types = {corpus.chunks[cid].type for cid in relevant if cid in corpus.chunks}
+def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus,
+                       *, relevant: AbstractSet[str] | None = None) -> list[str]:
+    relevant = case.relevant_chunk_ids if relevant is None else relevant  # made on each read: once, not once per chunk
+    known = corpus.chunks
+    types = {known[cid].type for cid in relevant if cid in known}
     if not types:
         types = {c.type for c in trace.retrieved_chunks if c.chunk_id in relevant and c.type}
     return sorted(types)
@@ -91,18 +105,20 @@ def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus) -> list[s
 
 def compute_case(
     case: GoldenCase, trace: Trace, corpus: Corpus, settings: MetricSettings,
-    paraphrase_traces: Sequence[Trace] = (),
+    paraphrase_traces: Sequence[Trace] = (), *, observed: Behavior | None = None,
 ) -> CaseMetrics:
+    """Every deterministic metric of ``case`` under ``trace``. ``observed``: the behaviour the
+    trace showed, when the caller found it already (``BehaviorRules.detect_all`` over a batch
+    of answers does so for many at once); else it is found here."""
+    relevant = case.relevant_chunk_ids  # made on each read: once here for every metric
     ranking = ranking_of(trace)
     # A case without relevant chunks has no precision (trec_eval would say 0): None, left out of means.
-    values = retrieval_metrics(ranking, case.relevance, settings.ks, precision_without_relevant=None)
-    for count in _COUNTS:  # counts, not rates: not a case's metrics
-        del values[count]
-    values.update(doc_recall(case, trace, ranking, corpus, settings.ks))
-    values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks))
-    values.update(context_metrics(case, trace))
-    values.update(citation_metrics(case, trace, corpus.chunks, window=settings.offset_window))
-    behavior = observed_behavior(trace, settings.rules)
+    values = case_rates(ranking, case.relevance, settings.ks)
+    values.update(doc_recall(case, trace, ranking, corpus, settings.ks, relevant=relevant))
+    values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks, relevant=relevant))
+    values.update(context_metrics(case, trace, relevant=relevant))
+    values.update(citation_metrics(case, trace, corpus.chunks, window=settings.offset_window, relevant=relevant))
+    behavior = observed if observed is not None else observed_behavior(trace, settings.rules)
     values.update(behavior_metrics(case, behavior))
     values["empty_result"] = float(not trace.retrieved_chunks)
     values["trace_error"] = float(trace.error is not None)
@@ -118,11 +134,10 @@ def compute_case(
         rankings = [ranking] + [ranking_of(t) for t in paraphrase_traces]
         values[at_k("paraphrase_stability", settings.stability_k)] = topk_agreement(rankings, settings.stability_k)
     values.update(operation_values(trace))
-    types = case_content_types(case, trace, corpus)
+    types = case_content_types(case, trace, corpus, relevant=relevant)
     unknown = unknown_inputs(case, trace)
     missing = unknown_metrics(values, unknown) if unknown else _NOTHING_UNKNOWN
     for name in missing:  # computed from an empty default, it would be a finding nothing supports
         values[name] = None
     return CaseMetrics(case.id, trace.config_id, values, None if OBSERVED_BEHAVIOR in unknown else behavior,
                        leaks or [], types, missing)
-

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from groundjudge.contracts import GoldenCase
-from groundjudge.metrics.text import contains
+from groundjudge.metrics.text import normalize
 
 MIN_CLAIM_CHARS = 5  # shorter gold substrings match by accident too often to mean anything
 
 
 def containment_metrics(case: GoldenCase, answer: str | None) -> dict[str, float | None]:
-    text = answer or ""
     claims = [c for c in case.gold_claim_substrings if len(c.strip()) >= MIN_CLAIM_CHARS]
+    if not (case.must_contain or case.forbidden or claims):
+        return {"must_contain": None, "forbidden_absent": None, "gold_claim_hit": None}
+    text = normalize(answer or "")  # once for every phrase; each phrase is found in it as ``text.contains`` does
     return {
-        "must_contain": float(all(contains(text, s) for s in case.must_contain)) if case.must_contain else None,
+        "must_contain": float(all(normalize(s) in text for s in case.must_contain)) if case.must_contain else None,
         "forbidden_absent": (
-            float(not any(contains(text, s) for s in case.forbidden)) if case.forbidden else None
+            float(not any(normalize(s) in text for s in case.forbidden)) if case.forbidden else None
         ),
-        "gold_claim_hit": float(any(contains(text, c) for c in claims)) if claims else None,
+        "gold_claim_hit": float(any(normalize(c) in text for c in claims)) if claims else None,
     }
 
 
@@ -29,9 +31,10 @@ def constraint_metrics(case: GoldenCase, answer: str | None, echoed: list[str] |
     """
     if not case.constraints:
         return {"constraint_integrity": None}
-    text = answer or ""
-    restated = all(contains(text, c) for c in case.constraints)
-    if echoed is not None:
-        echo_text = "\n".join(echoed)
-        restated = restated and all(contains(echo_text, c) for c in case.constraints)
+    text = normalize(answer or "")
+    wanted = [normalize(c) for c in case.constraints]
+    restated = all(c in text for c in wanted)
+    if echoed is not None and restated:
+        echo_text = normalize("\n".join(echoed))
+        restated = all(c in echo_text for c in wanted)
     return {"constraint_integrity": float(restated)}

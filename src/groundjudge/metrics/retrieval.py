@@ -50,10 +50,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Integral
 from operator import itemgetter
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_KS",
     "QueryCoverage",
+    "case_rates",
     "evaluate_trec",
     "metric_names",
     "query_coverage",
@@ -64,7 +66,8 @@ __all__ = [
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 
 _CUT_METRICS = ("hit", "recall", "precision", "mrr", "ndcg", "ndcg_exp")
-_UNCUT_METRICS = ("mrr", "ndcg", "map", "r_precision", "num_rel", "num_ret", "num_rel_ret")
+_COUNTS = ("num_rel", "num_ret", "num_rel_ret")
+_UNCUT_METRICS = ("mrr", "ndcg", "map", "r_precision", *_COUNTS)
 
 _by_doc = itemgetter(0)
 _by_score = itemgetter(1)
@@ -184,6 +187,28 @@ def retrieval_metrics(
     return _score(hit_ranks, hit_grades, len(ranking), judged, ks, _keys(ks), precision_without_relevant)
 
 
+def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequence[int]) -> dict[str, float | None]:
+    """A golden-set case's rates: :func:`retrieval_metrics` at relevance level 1 with
+    ``precision_without_relevant=None``, without the ``num_*`` counts (not a case's metrics).
+    The same values, without the checks of arguments a case's scoring fixes itself.
+
+    Raises
+    ------
+    ValueError
+        If the ranking lists a document twice, a k is not a positive integer or a grade is
+        not an integer.
+    """
+    ks = _check_ks(ks)
+    if len(set(ranking)) != len(ranking):
+        raise ValueError(f"document {_first_duplicate(ranking)!r} appears twice in the ranking")
+    judged = _Judged.build(relevance, 1)
+    positive = judged.positive
+    hit_ranks = [rank for rank, doc in enumerate(ranking) if doc in positive]
+    hit_grades = [positive[ranking[rank]] for rank in hit_ranks]
+    keys = _keys(ks)
+    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, keys[:len(keys) - len(_COUNTS)], None)
+
+
 def query_coverage(qrels: Mapping[str, object], run: Mapping[str, object]) -> QueryCoverage:
     """Split query ids into evaluated (in both), only in the qrels, and only in the run; each sorted."""
     in_both = qrels.keys() & run.keys()
@@ -253,9 +278,9 @@ def evaluate_trec(
     return per_query, _means(per_query, keys)
 
 
-@dataclass(frozen=True)
-class _Judged:
-    """What one query's judgments contribute to every ranking, computed once per query."""
+class _Judged(NamedTuple):
+    """What one query's judgments contribute to every ranking, computed once per query (a
+    named tuple: made once per golden-set case too, where a frozen dataclass's set-up shows)."""
 
     positive: dict[str, int]  # judged documents with a positive grade (the only ones with gain)
     level: int
@@ -346,7 +371,7 @@ def _score(
     else:
         values.extend((None, None))
     values.extend((num_rel, num_ret, len(rel_ranks)))
-    return dict(zip(keys, values))
+    return dict(zip(keys, values))  # ``keys`` without the counts' names: a mapping without them
 
 
 def _ranked_hits(

@@ -7,6 +7,7 @@ overlap by at least half of the shorter one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
 from groundjudge.metrics.retrieval import at_k
@@ -23,9 +24,11 @@ def span_overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
 
 
 def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks: Mapping[str, CorpusChunk],
-                 ks: Sequence[int]) -> dict[str, float | None]:
-    """``hit_span@k`` and ``recall_span@k``; None when spans are missing on either side."""
-    gold = [chunks[cid] for cid in case.relevant_chunk_ids if cid in chunks and chunks[cid].offsets is not None]
+                 ks: Sequence[int], *, relevant: AbstractSet[str] | None = None) -> dict[str, float | None]:
+    """``hit_span@k`` and ``recall_span@k``; None when spans are missing on either side.
+    ``relevant``: the case's relevant chunk ids, when the caller has them already."""
+    relevant = case.relevant_chunk_ids if relevant is None else relevant
+    gold = [chunk for cid in relevant if (chunk := chunks.get(cid)) is not None and chunk.offsets is not None]
     if not gold:
         return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
     by_id = {c.chunk_id: c for c in trace.retrieved_chunks}

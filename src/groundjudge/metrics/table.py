@@ -61,8 +61,12 @@ Pair = tuple[GoldenCase, Trace, Sequence[Trace]]  # a case, its trace, the trace
 def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings,
                  ) -> tuple[pa.RecordBatch, list[CaseFacts]]:
     """The metric values of ``pairs`` as one record batch (a row per pair, in order), with each
-    row's facts beside it."""
-    return as_batch([compute_case(case, trace, corpus, settings, paraphrases) for case, trace, paraphrases in pairs])
+    row's facts beside it. The behaviour of the traces that record none is found from their
+    answers for the whole batch at once (``BehaviorRules.detect_all``)."""
+    detected = iter(settings.rules.detect_all([trace.answer for _, trace, _ in pairs if trace.behavior is None]))
+    return as_batch([compute_case(case, trace, corpus, settings, paraphrases,
+                                  observed=trace.behavior if trace.behavior is not None else next(detected))
+                     for case, trace, paraphrases in pairs])
 
 
 def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFacts]]:
