@@ -79,7 +79,8 @@ class OneCallJson:
         """``out`` judged from the reply ``raw`` (``read``: its one-step reading, where made);
         :class:`VerdictError` where the reply is not a valid verdict."""
         item = out.item
-        verdict = parse_verdict(raw, dict(item.contexts), answer_has_text=bool(item.answer.strip()), read=read)
+        verdict = parse_verdict(raw, {cid for cid, _ in item.contexts}, answer_has_text=bool(item.answer.strip()),
+                                read=read)
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))

@@ -160,7 +160,7 @@ def checked_verdict(verdict: RawVerdict, context_ids: Collection[str], *, answer
     """``verdict`` if its claims hold together with the case; else :class:`VerdictError`."""
     if answer_has_text and not verdict.claims:
         raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
-    known = set(context_ids)
+    known = context_ids if isinstance(context_ids, (set, frozenset)) else set(context_ids)
     for i, claim in enumerate(verdict.claims):
         if not known.issuperset(claim.support):
             strays = [cid for cid in claim.support if cid not in known]
