@@ -423,3 +423,41 @@ def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given(
     copied = made[0].model_copy(update={"judge_reason": "changed"})
     assert copied.judge_reason == "changed" and made[0].judge_reason is None
     assert copied.model_fields_set == {*given, "judge_reason"} and made[0].model_fields_set == given
+
+
+def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path) -> None:
+    """The cached pass reads its replies together; each item's verdict, and each reply it cannot
+    use (prose around the object, invalid JSON, a stray support id, a reply cut off inside a
+    string next to one that holds two objects), is what the per-item path makes of it: a
+    verdict (and the same one), or no verdict, to be asked again."""
+    from groundjudge.judge.cache import CachedReply
+
+    items = [make_item(n) for n in range(12)]
+    cache = JudgeCache(tmp_path / "cache")
+    engine = JudgeEngine(rubric=RUBRIC, cache=cache, model="m", retry_errors=False)  # a broken reply: an error
+    good = [json.dumps(verdict_dict([cid for cid, _ in item.contexts])) for item in items]
+    raws = {0: good[0], 1: "Sure! " + good[1], 2: "not json", 3: '{"claims": [], "reason": "a',
+            4: 'b"}', 5: good[5] + "," + good[5], 6: good[6].replace(items[6].contexts[0][0], "zz#9"),
+            8: good[8], 9: good[9][:-1] + ', "extra": [1, 2.5, null]}', 10: "", 11: good[11]}
+    for n, raw in raws.items():  # item 7: not in the cache
+        cache.put(engine.key(items[n]), CachedReply(raw=raw, model="m", prompt_tokens=1, completion_tokens=1,
+                                                    created=1.0, repaired=True))
+    try:
+        looked = engine.from_cache_only(items, [f"why {n}" for n in range(len(items))])
+        alone = [asyncio.run(engine.protocol.run_item(item, asyncio.Semaphore(1), {})) if n != 7 else None  # type: ignore[attr-defined]
+                 for n, item in enumerate(items)]
+    finally:
+        cache.close()
+    settled = [n for n, (result, _, _) in enumerate(looked) if result is not None]
+    assert settled == [n for n, pending in enumerate(alone) if pending is not None and pending.status == "judged"]
+    assert settled == [0, 1, 5, 8, 9, 11]  # 5: the lenient reading takes its first object
+    for n in settled:
+        result = looked[n][0]
+        assert result is not None
+        expected = alone[n].result(f"why {n}")  # type: ignore[union-attr]
+        assert result.model_dump(by_alias=True, exclude={"seconds"}) == expected.model_dump(by_alias=True,
+                                                                                             exclude={"seconds"})
+    assert [looked[n][2] is not None for n in range(len(items))] == [n not in settled and n != 7
+                                                                     for n in range(len(items))]
+    assert all(alone[n].reason.startswith("invalid verdict (cached reply)")  # type: ignore[union-attr]
+               for n in range(len(items)) if n not in settled and n != 7)

@@ -19,6 +19,7 @@ from groundjudge.judge.verdict import (
     VerdictError,
     extract_json,
     parse_verdict,
+    read_replies,
 )
 
 IDS = ["a#1", "a#2", "b#1"]
@@ -258,3 +259,57 @@ def test_one_step_reading_agrees_with_the_lenient_reading(reply: dict, ascii_onl
 ])
 def test_one_step_reading_edge_cases(raw: str) -> None:
     assert _parsed(raw, IDS) == _reference(raw, IDS)
+
+
+# ------------------------------------ replies read together, each as it is read on its own
+
+def _one_step(raw: str) -> tuple[str, object] | None:
+    try:
+        verdict = RawVerdict.model_validate_json(raw)
+    except ValidationError:
+        return None
+    return repr(verdict), repr(verdict.model_extra)
+
+
+def _together(raws: list[str]) -> list[tuple[str, object] | None]:
+    return [None if v is None else (repr(v), repr(v.model_extra)) for v in read_replies(raws)]
+
+
+_EDGES = [GOOD, f" \n{GOOD}\t", GOOD[:-1] + ', "z": NaN}', GOOD[:-1] + ', "v": 123456789012345678901234567890}',
+          GOOD[:-1] + ', "reason": "\\ud800"}', f"\ufeff{GOOD}", GOOD.replace('"correctness": 3', '"correctness": 3.0'),
+          GOOD[:-1] + ', "z": ' + "[" * 300 + "]" * 300 + "}", "", "not json", GOOD + ", " + GOOD, "[" + GOOD + "]",
+          # a reply cut off inside a string, then one with two objects: joined they would read as
+          # two verdicts, each taken from the wrong reply
+          '{"claims": [], "reason": "a', 'b"}', GOOD + "," + GOOD]
+
+
+@given(st.lists(st.tuples(_REPLY, st.booleans(), st.sampled_from([None, 1]), st.sampled_from(_AROUND)), max_size=8),
+       st.lists(st.sampled_from(_EDGES), max_size=4), st.randoms(use_true_random=False))
+@settings(max_examples=300, deadline=None)
+def test_replies_read_together_read_as_each_alone(replies: list, edges: list[str], rnd: object) -> None:
+    """read_replies reads every reply as RawVerdict.model_validate_json reads it alone (None where
+    that fails), whatever the other replies of the batch are, broken ones included."""
+    raws = [around[0] + json.dumps(reply, ensure_ascii=ascii_only, indent=indent) + around[1]
+            for reply, ascii_only, indent, around in replies] + edges
+    rnd.shuffle(raws)  # type: ignore[attr-defined]
+    assert _together(raws) == [_one_step(raw) for raw in raws]
+
+
+def test_replies_read_together_edge_cases_and_an_empty_batch() -> None:
+    assert read_replies([]) == []
+    assert _together(_EDGES) == [_one_step(raw) for raw in _EDGES]
+    assert _together(["not json"] * 3) == [None, None, None]
+
+
+def test_a_verdict_read_beforehand_gives_what_parse_verdict_gives() -> None:
+    raws = [GOOD, f"Sure! {GOOD}", reply(claim(cited=["a#1"], support=["zz#9"])), reply()]
+    for raw, read in zip(raws, read_replies(raws), strict=True):
+        outcomes = []
+        for given_read in (None, read):
+            try:
+                verdict = parse_verdict(raw, IDS, read=given_read)
+            except VerdictError as exc:
+                outcomes.append(("error", str(exc)))
+            else:
+                outcomes.append(("verdict", repr(verdict)))
+        assert outcomes[0] == outcomes[1]

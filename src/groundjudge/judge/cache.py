@@ -66,12 +66,15 @@ class CacheKeys:
 
     def __call__(self, item: JudgeItem) -> str:
         decoding, model, rubric = self._shared
+        # the ids and texts as tuples (orjson writes a tuple as a list; a sequence of another
+        # type is refused, and then the reference path writes it as a list)
+        ids, texts = zip(*item.contexts) if item.contexts else ((), ())
         try:
             canonical = orjson.dumps({  # keys in sorted order: orjson writes them as given
                 "answer": item.answer,
-                "citations": list(item.citations),
-                "context_ids": [cid for cid, _ in item.contexts],
-                "contexts": [text for _, text in item.contexts],
+                "citations": item.citations,
+                "context_ids": ids,
+                "contexts": texts,
                 "decoding": decoding,
                 "expected_answer": item.expected_answer,
                 "model": model,

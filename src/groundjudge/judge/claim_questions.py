@@ -65,9 +65,13 @@ class ClaimQuestions:
     def cache_key(self, item: JudgeItem) -> str:
         return self.engine._memo_key(item)
 
-    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
-        """The item from its case memo (``cached``, found under the memo's key), if it has one
-        this code reads; else None."""
+    def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
+                    ) -> list[Pending | None]:
+        """Each item from its case memo (found under the memo's key), if it has one this code
+        reads; else None."""
+        return [self._from_memo(item, cached) for item, cached in zip(items, found, strict=True)]
+
+    def _from_memo(self, item: JudgeItem, cached: CachedReply | None) -> Pending | None:
         if cached is None:
             return None
         try:

@@ -76,9 +76,10 @@ class JudgeProtocol(Protocol):
     def cache_key(self, item: JudgeItem) -> str:
         """The key under which the cache may settle the item (:meth:`from_cached`)."""
 
-    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
-        """The item settled by ``cached``, the entry found under its key (None: no entry),
-        without the event loop (and counted as done); else None."""
+    def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
+                    ) -> list[Pending | None]:
+        """Each item settled by the entry found under its key (None: no entry), without the
+        event loop (and counted as done); else None. In the order of ``items``."""
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
@@ -263,10 +264,13 @@ class JudgeEngine:
         for start in range(0, len(items), _LOOKUPS_PER_READ):  # the cache read in batches of keys
             part = items[start:start + _LOOKUPS_PER_READ]
             keys = [protocol.cache_key(item) for item in part]
-            for item, because, key, cached in zip(part, why[start:start + _LOOKUPS_PER_READ], keys,
-                                                  self.cache.get_many(keys), strict=True):
-                pending = protocol.from_cached(item, key, cached)
-                out.append((pending.result(because), key, None) if pending is not None else (None, key, cached))
+            found = self.cache.get_many(keys)
+            settled = protocol.from_cached(part, keys, found)
+            because = why[start:start + _LOOKUPS_PER_READ]
+            results = iter(Pending.results([p for p in settled if p is not None],
+                                           [b for p, b in zip(settled, because, strict=True) if p is not None]))
+            out += [(next(results), key, None) if pending is not None else (None, key, cached)
+                    for key, cached, pending in zip(keys, found, settled, strict=True)]
         return out
 
     async def run(self, items: Sequence[JudgeItem], selected_because: Sequence[str | None] | None = None,

@@ -23,7 +23,7 @@ from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.pending import Pending
 from groundjudge.judge.render import render_messages
 from groundjudge.judge.scoring import criterion_values
-from groundjudge.judge.verdict import VerdictError, parse_verdict
+from groundjudge.judge.verdict import RawVerdict, VerdictError, parse_verdict, read_replies
 
 if TYPE_CHECKING:
     from groundjudge.judge.engine import JudgeEngine
@@ -32,8 +32,8 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult.built(claim=c.claim, cited=tuple(c.cited), verdict=c.verdict, support=tuple(c.support),
-                              klass=c.triage_class)
+    return [ClaimResult(claim=c.claim, cited=tuple(c.cited), verdict=c.verdict, support=tuple(c.support),
+                        klass=c.triage_class)
             for c in verdict.claims]
 
 
@@ -51,14 +51,19 @@ class OneCallJson:
     def cache_key(self, item: JudgeItem) -> str:
         return self.engine.key(item)
 
-    def from_cached(self, item: JudgeItem, key: str, cached: CachedReply | None) -> Pending | None:
-        """The item judged from a valid cached reply, without the event loop; else None (no
-        entry, or one that needs a repair or a new call: :meth:`run_item` handles those)."""
-        if cached is None:
-            return None
+    def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
+                    ) -> list[Pending | None]:
+        """Each item judged from a valid cached reply, without the event loop; else None (no
+        entry, or one that needs a repair or a new call: :meth:`run_item` handles those). The
+        replies are read together (``verdict.read_replies``)."""
+        read = iter(read_replies([cached.raw for cached in found if cached is not None]))
+        return [None if cached is None else self._from_cache(item, key, cached, next(read))
+                for item, key, cached in zip(items, keys, found, strict=True)]
+
+    def _from_cache(self, item: JudgeItem, key: str, cached: CachedReply, read: RawVerdict | None) -> Pending | None:
         out = Pending(item, source="cache", cache_key=key)
         try:
-            self._from_reply(out, cached.raw)
+            self._from_reply(out, cached.raw, read)
         except VerdictError:
             return None
         self.engine.totals.cache_hits += 1
@@ -70,9 +75,12 @@ class OneCallJson:
         return list(await asyncio.gather(*(self.run_item(item, sem, stop, found)
                                            for item, found in zip(items, looked_up, strict=True))))
 
-    def _from_reply(self, out: Pending, raw: str) -> None:
+    def _from_reply(self, out: Pending, raw: str, read: RawVerdict | None = None) -> None:
+        """``out`` judged from the reply ``raw`` (``read``: its one-step reading, where made);
+        :class:`VerdictError` where the reply is not a valid verdict."""
         item = out.item
-        verdict = parse_verdict(raw, [cid for cid, _ in item.contexts], answer_has_text=bool(item.answer.strip()))
+        verdict = parse_verdict(raw, {cid for cid, _ in item.contexts}, answer_has_text=bool(item.answer.strip()),
+                                read=read)
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))

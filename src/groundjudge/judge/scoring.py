@@ -22,7 +22,7 @@ _NONE = CriterionValue.shared(label=None, value=None)  # a criterion that does n
 def _share(claims: Sequence[ClaimResult], ok: Any) -> CriterionValue:
     if not claims:
         return _NONE
-    value = sum(1 for c in claims if ok(c)) / len(claims)
+    value = sum(map(ok, claims)) / len(claims)  # ok gives a bool: True counts 1
     return CriterionValue.shared(label=value == 1.0, value=value)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Json, StrictInt, TypeAdapter, ValidationError, field_validator
 
 from groundjudge.errors import GroundjudgeError
 
@@ -119,28 +119,51 @@ def _candidates(raw: str) -> Iterator[str]:
                     return
 
 
-def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:
+def parse_verdict(raw: str, context_ids: Collection[str], *, answer_has_text: bool = True,
+                  read: RawVerdict | None = None) -> RawVerdict:
     """The verdict in ``raw``, validated; :class:`VerdictError` says what is wrong with it.
 
     The usual reply, one valid JSON object and nothing else, is read and validated in one step
     by pydantic's JSON reader, which accepts no text that ``json.loads`` refuses and reads what
     both accept as the same values. Any other reply (prose around the object, a fence, an
-    invalid field) takes the lenient reading, :func:`read_verdict`, whose error is the one shown."""
+    invalid field) takes the lenient reading, :func:`read_verdict`, whose error is the one shown.
+    ``read``: the one-step reading of ``raw`` when the caller has it already (:func:`read_replies`)."""
+    if read is None:
+        try:
+            read = RawVerdict.model_validate_json(raw)
+        except ValidationError:
+            read = read_verdict(raw)
+    return checked_verdict(read, context_ids, answer_has_text=answer_has_text)
+
+
+# Each element a reply's text, read by the same JSON reader as ``RawVerdict.model_validate_json``.
+_REPLIES: TypeAdapter[list[RawVerdict]] = TypeAdapter(list[Json[RawVerdict]])
+
+
+def read_replies(raws: Sequence[str]) -> list[RawVerdict | None]:
+    """The one-step reading of each reply (``RawVerdict.model_validate_json``), all in one
+    validation; None for a reply it does not read, which :func:`parse_verdict` then reads
+    leniently (and so says what is wrong with it). Each reply is read on its own: one reply
+    never changes how another is read."""
     try:
-        verdict = RawVerdict.model_validate_json(raw)
-    except ValidationError:
-        verdict = read_verdict(raw)
-    return checked_verdict(verdict, context_ids, answer_has_text=answer_has_text)
+        return list(_REPLIES.validate_python(raws))
+    except ValidationError as exc:
+        unread = {error["loc"][0] for error in exc.errors(include_url=False)}
+    rest = [i for i in range(len(raws)) if i not in unread]
+    out: list[RawVerdict | None] = [None] * len(raws)
+    for i, verdict in zip(rest, _REPLIES.validate_python([raws[i] for i in rest]), strict=True):
+        out[i] = verdict
+    return out
 
 
 def checked_verdict(verdict: RawVerdict, context_ids: Collection[str], *, answer_has_text: bool = True) -> RawVerdict:
     """``verdict`` if its claims hold together with the case; else :class:`VerdictError`."""
     if answer_has_text and not verdict.claims:
         raise VerdictError("claims is empty, but the ANSWER states something: list its claims")
-    known = set(context_ids)
+    known = context_ids if isinstance(context_ids, (set, frozenset)) else set(context_ids)
     for i, claim in enumerate(verdict.claims):
-        strays = [cid for cid in claim.support if cid not in known]
-        if strays:
+        if not known.issuperset(claim.support):
+            strays = [cid for cid in claim.support if cid not in known]
             raise VerdictError(f"claims[{i}].support names ids that are not in the CONTEXT: {strays}")
         # Which chunk supports a claim matters only for a claim that cites: it tells a good
         # citation from a misattributed one. An uncited supported claim needs no support ids.
