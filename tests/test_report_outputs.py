@@ -462,3 +462,89 @@ def test_triage_lists_only_what_the_trace_recorded_shows(tmp_path):
     assert record["retrieval"] == {"gold_chunks": [{"chunk_id": "pB#1", "grade": 3, "rank": 1, "in_context": None}],
                                    "gold_retrieved": True, "gold_in_context": None}
     assert "`pB#1` (grade 3): rank 1, context not recorded" in render_triage_markdown([record])
+
+
+def test_triage_citation_problems_and_retrieval_facts_follow_the_rule_for_every_kind_of_trace():
+    """Triage reads a case's facts from the case and trace in hand and checks each citation by
+    a scan of the trace's ids: the same rows as the rule said plainly (sets of the recorded ids,
+    the ranking of ``ranking_of``) for full traces, traces that recorded no context or no
+    retrieval, rankings out of score order with a chunk retrieved twice, gold never retrieved,
+    cases without gold, ids outside the corpus, and with no corpus at all."""
+    from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
+    from groundjudge.load.dataset import Corpus, Dataset
+    from groundjudge.metrics.case import ranking_of
+    from groundjudge.report.triage import retrieval_facts, triage_records
+    from tests.support.reports import report_of
+
+    cases = {"a": GoldenCase(id="a", question="q a", relevance={"g1": 3, "g2": 1, "x": 0}),
+             "b": GoldenCase(id="b", question="q b", relevance={"g3": 2}),
+             "c": GoldenCase(id="c", question="q c"),
+             "d": GoldenCase(id="d", question="q d", relevance={"g4": 1})}
+    retrieved = [{"chunk_id": "n1", "score": 0.2}, {"chunk_id": "g1", "score": 0.9}, {"chunk_id": "n1", "score": 0.95},
+                 {"chunk_id": "g2", "score": 0.5}]
+    traces = {
+        "full": {"a": Trace(query_id="a", config_id="full", retrieved_chunks=retrieved,
+                            context_chunks=["g1", "n1"], answer="x",
+                            citations=["g2", "g1", "nowhere", "n1"]),
+                 "b": Trace(query_id="b", config_id="full", retrieved_chunks=["n1"],
+                            context_chunks=["n1", {"chunk_id": "g3", "text": "trace text"}],
+                            citations=["g3", "n1"], answer="y"),
+                 "c": Trace(query_id="c", config_id="full", retrieved_chunks=["n1"], citations=["g1"], answer="z")},
+        "no_context": {"a": Trace(query_id="a", config_id="no_context", retrieved_chunks=["g2", "g1"], answer="x",
+                                  citations=["g1", "g3"], not_recorded=["context_chunks"]),
+                       "d": Trace(query_id="d", config_id="no_context", retrieved_chunks=["g4"], answer="w",
+                                  citations=["n1"], not_recorded=["context_chunks"])},
+        "no_retrieval": {"a": Trace(query_id="a", config_id="no_retrieval", context_chunks=["g2"], answer="x",
+                                    citations=["g1", "g2"], not_recorded=["retrieved_chunks"])},
+    }
+    chunks = {cid: CorpusChunk(chunk_id=cid, doc_id=cid[:1], text=f"text of {cid}")
+              for cid in ("g1", "g2", "g3", "g4", "n1", "x")}
+
+    def facts_by_rule(case, trace):
+        gold = sorted(case.relevant_chunk_ids)
+        if not gold:
+            return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
+        ranking = ranking_of(trace)
+        rank = {g: ranking.index(g) + 1 for g in gold if g in ranking}
+        context = {c.chunk_id for c in trace.context_chunks}
+        known = "context_chunks" not in trace.not_recorded
+        return {"gold_chunks": [{"chunk_id": g, "grade": case.relevance[g], "rank": rank.get(g),
+                                 "in_context": (g in context) if known else None} for g in gold],
+                "gold_retrieved": bool(rank) if "retrieved_chunks" not in trace.not_recorded else None,
+                "gold_in_context": any(g in context for g in gold) if known else None}
+
+    def problems_by_rule(trace, corpus):
+        retrieved = ({c.chunk_id for c in trace.retrieved_chunks}
+                     if "retrieved_chunks" not in trace.not_recorded else None)
+        context = {c.chunk_id for c in trace.context_chunks} if "context_chunks" not in trace.not_recorded else None
+        out = []
+        for cit in trace.citations:
+            if corpus and cit.chunk_id not in corpus.chunks:
+                out.append((cit.chunk_id, "cited id exists nowhere in the corpus"))
+            elif retrieved is not None and cit.chunk_id not in retrieved:
+                out.append((cit.chunk_id, "cited chunk was not retrieved"))
+            elif context is not None and cit.chunk_id not in context:
+                out.append((cit.chunk_id, "cited chunk did not reach the context"))
+        return out
+
+    for corpus in (Corpus(chunks), Corpus()):
+        dataset = Dataset(cases=cases, traces={cfg: {cid: {0: t} for cid, t in per.items()} for cfg, per in traces.items()},
+                          corpus=corpus, missing_trace={}, missing_text={}, unresolved_chunks={}, sources={})
+        rows = triage_records(dataset, report_of(list(traces)))
+        expected = []
+        for cfg, per in traces.items():
+            for cid, trace in per.items():
+                assert retrieval_facts(dataset, cfg, cid) == facts_by_rule(cases[cid], trace)
+                expected += [(cfg, cid, cited, problem, facts_by_rule(cases[cid], trace))
+                             for cited, problem in problems_by_rule(trace, corpus)]
+        assert [(r["config_id"], r["case_id"], r["cited"][0], r["problem"], r["retrieval"]) for r in rows] == expected
+        assert {r["problem"] for r in rows} >= {"cited chunk was not retrieved", "cited chunk did not reach the context"}
+        shown = [(r["config_id"], r["case_id"], r["cited"][0], r["problem"]) for r in rows]
+        assert (("full", "a", "nowhere", "cited id exists nowhere in the corpus") in shown) == bool(corpus)
+        # a cited chunk's text: the trace's context gave it, else the corpus (if any)
+        texts = {(r["config_id"], r["case_id"], r["cited"][0]): r["chunks"] for r in rows}
+        assert texts[("full", "b", "g3")] == {"g3": "trace text"}
+        assert texts[("full", "a", "g2")] == {"g2": corpus.text_of("g2")}  # not in the trace's context
+    assert retrieval_facts(dataset, "full", "d") == {  # no trace: nothing retrieved, nothing in context
+        "gold_chunks": [{"chunk_id": "g4", "grade": 1, "rank": None, "in_context": False}],
+        "gold_retrieved": False, "gold_in_context": False}

@@ -15,15 +15,17 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import chain
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from groundjudge.contracts import GoldenCase, Trace
 from groundjudge.errors import InputError
 from groundjudge.files import compact_json, open_atomic, write_chunks_atomic
 from groundjudge.inert import markdown, markdown_code
-from groundjudge.load.dataset import Dataset
+from groundjudge.load.dataset import Corpus, Dataset
 from groundjudge.metrics.case import ranking_of
 from groundjudge.report.document import ReportDocument
 from groundjudge.report.judge_section import trust_lines
@@ -42,34 +44,45 @@ def queue_why(reasons: list[dict[str, Any]]) -> str:
     return " | ".join(f"{r['criterion']}: " + "; ".join(abstention_text(a) for a in r["abstained"]) for r in reasons)
 
 
+_CHUNK_ID = attrgetter("chunk_id")
+
+
 def retrieval_facts(dataset: Dataset, config_id: str, case_id: str) -> dict[str, Any]:
     """Where the case's gold chunks were retrieved and whether they reached the context; None
     where the trace did not record it (``in_context`` of a trace with no recorded context)."""
-    case = dataset.cases[case_id]
-    trace = dataset.trace(config_id, case_id)
+    return _facts(dataset.cases[case_id], dataset.trace(config_id, case_id))
+
+
+def _facts(case: GoldenCase, trace: Trace | None) -> dict[str, Any]:
+    """``retrieval_facts`` of the case and its trace."""
     gold = sorted(case.relevant_chunk_ids)
     if not gold:
         return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
-    ranking = ranking_of(trace) if trace else []
+    relevance = case.relevance
+    if trace is None:
+        return {"gold_chunks": [{"chunk_id": g, "grade": relevance[g], "rank": None, "in_context": False}
+                                for g in gold], "gold_retrieved": False, "gold_in_context": False}
+    ranking = ranking_of(trace)
     rank = {g: ranking.index(g) + 1 for g in gold if g in ranking}  # each gold chunk's place, from 1
-    context = {c.chunk_id for c in trace.context_chunks} if trace else set()
-    retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
-    context_known = trace is None or "context_chunks" not in trace.not_recorded
-    return {
-        "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g], "rank": rank.get(g),
-                         "in_context": (g in context) if context_known else None} for g in gold],
-        "gold_retrieved": bool(rank) if retrieved_known else None,
-        "gold_in_context": any(g in context for g in gold) if context_known else None,
-    }
+    not_recorded = trace.not_recorded
+    if "context_chunks" in not_recorded:
+        chunks = [{"chunk_id": g, "grade": relevance[g], "rank": rank.get(g), "in_context": None} for g in gold]
+        in_context = None
+    else:
+        context = list(map(_CHUNK_ID, trace.context_chunks))
+        chunks = [{"chunk_id": g, "grade": relevance[g], "rank": rank.get(g), "in_context": g in context}
+                  for g in gold]
+        in_context = any(map(context.__contains__, gold))
+    return {"gold_chunks": chunks, "gold_retrieved": bool(rank) if "retrieved_chunks" not in not_recorded else None,
+            "gold_in_context": in_context}
 
 
-def _text(dataset: Dataset, config_id: str, case_id: str, chunk_id: str) -> str | None:
-    trace = dataset.trace(config_id, case_id)
-    if trace:
-        for c in trace.context_chunks:
-            if c.chunk_id == chunk_id and c.text is not None:
-                return c.text
-    return dataset.corpus.text_of(chunk_id)
+def _chunk_text(trace: Trace, corpus: Corpus, chunk_id: str) -> str | None:
+    """The chunk's text as the trace's context gave it, else the corpus's."""
+    for c in trace.context_chunks:
+        if c.chunk_id == chunk_id and c.text is not None:
+            return c.text
+    return corpus.text_of(chunk_id)
 
 
 def triage_records(dataset: Dataset, doc: ReportDocument) -> list[dict[str, Any]]:
@@ -83,68 +96,71 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
     selective = doc.gates.selective
     queued = {(q.config_id, q.case_id): q for q in selective.queue} if selective is not None else {}
     shaky = unstable_by_case(doc.stability)
+    corpus = dataset.corpus
+    in_corpus = corpus.chunks if corpus else None  # an empty corpus checks nothing
     for config_id in doc.configs:
         section = doc.judge.per_config.get(config_id)
         verdicts = section.cases if section is not None else {}
-        for case_id in dataset.cases:
-            trace = dataset.trace(config_id, case_id)
+        traces = dataset.traces.get(config_id, {})
+        for case_id, case in dataset.cases.items():
+            variants = traces.get(case_id)
+            trace = variants.get(0) if variants else None  # Dataset.trace
             if trace is None:
                 continue
             records: list[dict[str, Any]] = []
-            case = dataset.cases[case_id]
             base = {"config_id": config_id, "case_id": case_id, "tags": case.tags, "question": case.question,
                     "answer": trace.answer}
             facts = None
-            waiting = queued.get((config_id, case_id))
-            if waiting is not None:
-                facts = retrieval_facts(dataset, config_id, case_id)
-                reasons = [r.model_dump(mode="json") for r in waiting.reasons]
-                records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
-                                "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
-                                "retrieval": facts})
-            unstable = shaky.get((config_id, case_id))
-            if unstable:
-                facts = facts or retrieval_facts(dataset, config_id, case_id)
-                records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
-                                "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
+            if queued:
+                waiting = queued.get((config_id, case_id))
+                if waiting is not None:
+                    facts = _facts(case, trace)
+                    reasons = [r.model_dump(mode="json") for r in waiting.reasons]
+                    records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
+                                    "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
+                                    "retrieval": facts})
+            if shaky:
+                unstable = shaky.get((config_id, case_id))
+                if unstable:
+                    facts = facts or _facts(case, trace)
+                    records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
+                                    "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
             citations = trace.citations
-            retrieved: set[str] | None = None
-            context: set[str] | None = None
             if citations:
-                if "retrieved_chunks" not in trace.not_recorded:
-                    retrieved = {c.chunk_id for c in trace.retrieved_chunks}
-                if "context_chunks" not in trace.not_recorded:
-                    context = {c.chunk_id for c in trace.context_chunks}
-            for cit in citations:
-                problem = None
-                if dataset.corpus and cit.chunk_id not in dataset.corpus.chunks:
-                    problem = "cited id exists nowhere in the corpus"
-                elif retrieved is not None and cit.chunk_id not in retrieved:
-                    problem = "cited chunk was not retrieved"
-                elif context is not None and cit.chunk_id not in context:
-                    problem = "cited chunk did not reach the context"
-                if problem:
-                    facts = facts or retrieval_facts(dataset, config_id, case_id)
-                    records.append({**base, "kind": "invalid_citation", "problem": problem,
-                                    "cited": [cit.chunk_id],
-                                    "chunks": {cit.chunk_id: _text(dataset, config_id, case_id, cit.chunk_id)},
-                                    "retrieval": facts})
+                not_recorded = trace.not_recorded
+                check_retrieved = "retrieved_chunks" not in not_recorded
+                check_context = "context_chunks" not in not_recorded
+                for cit in citations:
+                    cited = cit.chunk_id
+                    # a trace holds a handful of chunks: a scan of their ids, in C, finds one
+                    if in_corpus is not None and cited not in in_corpus:
+                        problem = "cited id exists nowhere in the corpus"
+                    elif check_retrieved and cited not in map(_CHUNK_ID, trace.retrieved_chunks):
+                        problem = "cited chunk was not retrieved"
+                    elif check_context and cited not in map(_CHUNK_ID, trace.context_chunks):
+                        problem = "cited chunk did not reach the context"
+                    else:
+                        continue
+                    facts = facts or _facts(case, trace)
+                    records.append({**base, "kind": "invalid_citation", "problem": problem, "cited": [cited],
+                                    "chunks": {cited: _chunk_text(trace, corpus, cited)}, "retrieval": facts})
             verdict = verdicts.get(case_id)
-            for claim in verdict.claims if verdict is not None else ():
-                kind = CLAIM_KINDS.get(claim.klass)
-                if kind is None:
-                    continue
-                facts = facts or retrieval_facts(dataset, config_id, case_id)
-                ids = list(dict.fromkeys([*claim.cited, *claim.support]))
-                terms = claim.unfound_terms
-                records.append({**base, "kind": kind, "claim": claim.claim, "verdict": claim.verdict,
-                                "support_probability": claim.confidence,
-                                "model_probability": claim.model_confidence,
-                                "unfound_terms": None if terms is None else list(terms),
-                                "cited": list(claim.cited), "supported_by": list(claim.support),
-                                "chunks": {i: _text(dataset, config_id, case_id, i) for i in ids},
-                                "retrieval": facts})
+            if verdict is not None:
+                for claim in verdict.claims:
+                    kind = CLAIM_KINDS.get(claim.klass)
+                    if kind is None:
+                        continue
+                    facts = facts or _facts(case, trace)
+                    terms = claim.unfound_terms
+                    records.append({**base, "kind": kind, "claim": claim.claim, "verdict": claim.verdict,
+                                    "support_probability": claim.confidence,
+                                    "model_probability": claim.model_confidence,
+                                    "unfound_terms": None if terms is None else list(terms),
+                                    "cited": list(claim.cited), "supported_by": list(claim.support),
+                                    "chunks": {i: _chunk_text(trace, corpus, i)
+                                               for i in dict.fromkeys([*claim.cited, *claim.support])},
+                                    "retrieval": facts})
             if records:
                 yield records
 
@@ -245,16 +261,13 @@ def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
 
 
 def _retrieval_line(facts: dict[str, Any]) -> str:
-    if not facts.get("gold_chunks"):
+    gold = facts.get("gold_chunks")
+    if not gold:
         return "no gold chunks for this case"
-    parts = []
-    for g in facts["gold_chunks"]:
-        where = f"rank {g.get('rank')}" if g.get("rank") else "never retrieved"
-        in_context = g.get("in_context")
-        parts.append(f"{markdown_code(g['chunk_id'])} (grade {markdown(g.get('grade'))}): {where}, "
-                     + ("context not recorded" if in_context is None else "in context" if in_context
-                        else "not in context"))
-    return "; ".join(parts)
+    return "; ".join([f"{markdown_code(g['chunk_id'])} (grade {markdown(g.get('grade'))}): "
+                      f"{f'rank {rank}' if (rank := g.get('rank')) else 'never retrieved'}, "
+                      + ("context not recorded" if (seen := g.get("in_context")) is None else "in context" if seen
+                         else "not in context") for g in gold])
 
 
 def render_triage_markdown(records: list[dict[str, Any]], doc: ReportDocument | None = None) -> str:
@@ -285,21 +298,22 @@ def write_triage_files(dataset: Dataset, doc: ReportDocument, jsonl_path: Path, 
     found = waiting = unstable = 0
     with open_atomic(jsonl_path) as lines, tempfile.TemporaryFile(dir=markdown_path.parent) as sections:
         # the text of a few hundred cases at a time to each file: one write each, not one per case
-        jsonl: list[bytes] = []
+        jsonl: list[bytes] = []  # the lines without their line feeds
         md: list[str] = []
         for group in triage_groups(dataset, doc):
-            jsonl += jsonl_lines(group)
+            jsonl += map(compact_json, group)
             md.append(_case_markdown(group))
             found += len(group)
             for r in group:
                 waiting += r["kind"] == AWAITS_PERSON
                 unstable += r["kind"] == UNSTABLE
             if len(md) == _CASES_PER_WRITE:
-                lines.write(b"".join(jsonl))
+                lines.write(b"\n".join(jsonl) + b"\n")
                 sections.write("".join(md).encode("utf-8"))
                 jsonl.clear()
                 md.clear()
-        lines.write(b"".join(jsonl))
+        if jsonl:
+            lines.write(b"\n".join(jsonl) + b"\n")
         sections.write("".join(md).encode("utf-8"))
         sections.seek(0)
         head = _markdown_header(found, waiting, doc, unstable=unstable)
