@@ -283,8 +283,9 @@ def main() -> int:
     parser.add_argument("--src", type=Path, default=ROOT / "src",
                         help="the groundjudge sources to measure (default: this checkout's; another checkout's "
                              "src measures it on the same data, for a before/after in one session)")
-    parser.add_argument("--one-process", action="store_true",
-                        help="run with GROUNDJUDGE_WORKERS=1: no forked worker (the memory and time of one core)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="GROUNDJUDGE_WORKERS of both measured processes: how many processes score the metrics "
+                             "(default 1, no forked worker: the time and memory of one core)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="the cached re-run's `groundjudge run --engine` (ray: a local Ray started by the run; "
                              "needs groundjudge[ray])")
@@ -311,8 +312,7 @@ def main() -> int:
     size = sum(p.stat().st_size for p in folder.rglob("*.jsonl"))
     print(f"  input files: {size / 2**20:.0f} MB", flush=True)
     env = {"PYTHONPATH": str(args.src.resolve()), "PATH": "/usr/bin:/bin"}
-    if args.one_process:
-        env["GROUNDJUDGE_WORKERS"] = "1"
+    env["GROUNDJUDGE_WORKERS"] = str(args.workers)  # the environment above is all the children get
 
     # each measured process on its own, so that one's memory never inflates the other's
     figures = folder / "in_process.json"
