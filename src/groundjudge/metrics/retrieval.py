@@ -178,13 +178,7 @@ def retrieval_metrics(
         raise ValueError(
             f"precision_without_relevant must be None or within [0, 1], got {precision_without_relevant!r}"
         )
-    if len(set(ranking)) != len(ranking):
-        raise ValueError(f"document {_first_duplicate(ranking)!r} appears twice in the ranking")
-    judged = _Judged.build(relevance, relevance_level)
-    positive = judged.positive
-    hit_ranks = [rank for rank, doc in enumerate(ranking) if doc in positive]
-    hit_grades = [positive[ranking[rank]] for rank in hit_ranks]
-    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, _keys(ks), precision_without_relevant)
+    return _ranked(ranking, relevance, relevance_level, ks, _keys(ks), precision_without_relevant)
 
 
 def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequence[int]) -> dict[str, float | None]:
@@ -199,14 +193,21 @@ def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequenc
         not an integer.
     """
     ks = _check_ks(ks)
+    keys = _keys(ks)
+    return _ranked(ranking, relevance, 1, ks, keys[:len(keys) - len(_COUNTS)], None)
+
+
+def _ranked(ranking: Sequence[str], relevance: Mapping[str, int], level: int, ks: tuple[int, ...],
+            keys: tuple[str, ...], precision_without_relevant: float | None) -> dict[str, float | None]:
+    """The metrics named by ``keys`` of a ranking whose arguments are checked already, but for
+    a document listed twice."""
     if len(set(ranking)) != len(ranking):
         raise ValueError(f"document {_first_duplicate(ranking)!r} appears twice in the ranking")
-    judged = _Judged.build(relevance, 1)
+    judged = _Judged.build(relevance, level)
     positive = judged.positive
     hit_ranks = [rank for rank, doc in enumerate(ranking) if doc in positive]
     hit_grades = [positive[ranking[rank]] for rank in hit_ranks]
-    keys = _keys(ks)
-    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, keys[:len(keys) - len(_COUNTS)], None)
+    return _score(hit_ranks, hit_grades, len(ranking), judged, ks, keys, precision_without_relevant)
 
 
 def query_coverage(qrels: Mapping[str, object], run: Mapping[str, object]) -> QueryCoverage:

@@ -58,23 +58,17 @@ def _facts(case: GoldenCase, trace: Trace | None) -> dict[str, Any]:
     gold = sorted(case.relevant_chunk_ids)
     if not gold:
         return {"gold_chunks": [], "gold_retrieved": None, "gold_in_context": None}
-    relevance = case.relevance
-    if trace is None:
-        return {"gold_chunks": [{"chunk_id": g, "grade": relevance[g], "rank": None, "in_context": False}
-                                for g in gold], "gold_retrieved": False, "gold_in_context": False}
-    ranking = ranking_of(trace)
+    ranking = ranking_of(trace) if trace else []
     rank = {g: ranking.index(g) + 1 for g in gold if g in ranking}  # each gold chunk's place, from 1
-    not_recorded = trace.not_recorded
-    if "context_chunks" in not_recorded:
-        chunks = [{"chunk_id": g, "grade": relevance[g], "rank": rank.get(g), "in_context": None} for g in gold]
-        in_context = None
-    else:
-        context = list(map(_CHUNK_ID, trace.context_chunks))
-        chunks = [{"chunk_id": g, "grade": relevance[g], "rank": rank.get(g), "in_context": g in context}
-                  for g in gold]
-        in_context = any(map(context.__contains__, gold))
-    return {"gold_chunks": chunks, "gold_retrieved": bool(rank) if "retrieved_chunks" not in not_recorded else None,
-            "gold_in_context": in_context}
+    context = list(map(_CHUNK_ID, trace.context_chunks)) if trace else []  # a handful: a list scan finds one
+    retrieved_known = trace is None or "retrieved_chunks" not in trace.not_recorded
+    context_known = trace is None or "context_chunks" not in trace.not_recorded
+    return {
+        "gold_chunks": [{"chunk_id": g, "grade": case.relevance[g], "rank": rank.get(g),
+                         "in_context": (g in context) if context_known else None} for g in gold],
+        "gold_retrieved": bool(rank) if retrieved_known else None,
+        "gold_in_context": any(map(context.__contains__, gold)) if context_known else None,
+    }
 
 
 def _chunk_text(trace: Trace, corpus: Corpus, chunk_id: str) -> str | None:
@@ -101,30 +95,26 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
     for config_id in doc.configs:
         section = doc.judge.per_config.get(config_id)
         verdicts = section.cases if section is not None else {}
-        traces = dataset.traces.get(config_id, {})
         for case_id, case in dataset.cases.items():
-            variants = traces.get(case_id)
-            trace = variants.get(0) if variants else None  # Dataset.trace
+            trace = dataset.trace(config_id, case_id)
             if trace is None:
                 continue
             records: list[dict[str, Any]] = []
             base = {"config_id": config_id, "case_id": case_id, "tags": case.tags, "question": case.question,
                     "answer": trace.answer}
             facts = None
-            if queued:
-                waiting = queued.get((config_id, case_id))
-                if waiting is not None:
-                    facts = _facts(case, trace)
-                    reasons = [r.model_dump(mode="json") for r in waiting.reasons]
-                    records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
-                                    "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
-                                    "retrieval": facts})
-            if shaky:
-                unstable = shaky.get((config_id, case_id))
-                if unstable:
-                    facts = facts or _facts(case, trace)
-                    records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
-                                    "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
+            waiting = queued.get((config_id, case_id))
+            if waiting is not None:
+                facts = _facts(case, trace)
+                reasons = [r.model_dump(mode="json") for r in waiting.reasons]
+                records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
+                                "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
+                                "retrieval": facts})
+            unstable = shaky.get((config_id, case_id))
+            if unstable:
+                facts = facts or _facts(case, trace)
+                records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
+                                "why": "; ".join(unstable_text(u) for u in unstable), "retrieval": facts})
             # only what the trace recorded can show a citation to be invalid
             citations = trace.citations
             if citations:
