@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["JudgeItem"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JudgeItem:
     """Everything the judge sees for one case under one config (and everything its cache key needs)."""
 
