@@ -304,4 +304,4 @@ def test_pairs_with_the_same_reason_hold_one_text_and_records_stay_frozen(tmp_pa
     for record, name in ((chosen, "reason"), (chosen.item, "answer")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, name, "x")
-        assert not hasattr(record, "__dict__")  # slotted: no per-record dict to change or to pay for
+    assert not hasattr(chosen, "__dict__")  # slotted: no per-selection dict to change or to pay for

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["JudgeItem"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class JudgeItem:
     """Everything the judge sees for one case under one config (and everything its cache key needs)."""
 
