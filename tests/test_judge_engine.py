@@ -461,3 +461,44 @@ def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path
                                                                      for n in range(len(items))]
     assert all(alone[n].reason.startswith("invalid verdict (cached reply)")  # type: ignore[union-attr]
                for n in range(len(items)) if n not in settled and n != 7)
+
+
+def test_the_cached_batch_and_the_item_path_give_the_same_results(tmp_path: Path) -> None:
+    """Replies settled together from the cache (``from_cache_only``) give what the item path
+    (``run_item``) gives for the same entry, field for field and in the totals; a reply that is
+    no valid verdict is settled by neither, and goes on to be asked again."""
+    from groundjudge.judge.cache import CachedReply
+
+    items = [make_item(n, contexts=2 + n % 2, expected_answer=None if n % 4 == 3 else "the expected answer")
+             for n in range(12)]
+    cache = JudgeCache(tmp_path / "cache")
+    engine = JudgeEngine(rubric=RUBRIC, cache=cache, model="m")
+    broken = {5, 9}
+    for n, item in enumerate(items):
+        ids = [cid for cid, _ in item.contexts]
+        reply = verdict_dict(ids, correctness=n % 4)
+        if n % 3 == 1:  # cited by one chunk, supported by another
+            reply["claims"][0]["support"] = ids[-1:]
+        if n in broken:  # support names a chunk outside the context: not a verdict
+            reply["claims"][0]["support"] = ["elsewhere#1"]
+        cache.put(engine.key(item), CachedReply(raw=json.dumps(reply), model="m", prompt_tokens=1,
+                                                completion_tokens=1, created=1.0, repaired=True))
+    why = [f"why {n}" if n % 2 else None for n in range(len(items))]
+    try:
+        batch = engine.from_cache_only(items, why)
+        alone = JudgeEngine(rubric=RUBRIC, cache=cache, model="m", retry_errors=False)
+        one_by_one = [asyncio.run(alone.protocol.run_item(item, asyncio.Semaphore(1), {}))  # type: ignore[attr-defined]
+                      for item in items]
+    finally:
+        cache.close()
+    assert [n for n, (result, _, _) in enumerate(batch) if result is None] == sorted(broken)
+    assert all(batch[n][2] is not None for n in broken)  # the entry found goes on to the call path
+    assert [one_by_one[n].status for n in broken] == ["judge_error"] * len(broken)
+    for n, (result, key, _) in enumerate(batch):
+        assert key == engine.key(items[n])
+        if result is not None:
+            assert result.model_dump() == one_by_one[n].result(why[n]).model_dump(), n
+            claim = result.claims[0]
+            assert claim.support is claim.cited if n % 3 != 1 else claim.support != claim.cited
+    assert (engine.totals.cache_hits, engine.totals.done) == (len(items) - len(broken),) * 2
+    assert alone.totals.cache_hits == len(items)  # the item path counts the broken entries as hits, then errors

@@ -280,3 +280,28 @@ def test_kb_eval_answers_go_to_no_judge_call(tmp_path: Path, monkeypatch: pytest
     assert judge["skip_reasons"] == {"no passages": 1, "decided deterministically": 1, "not recorded": 1}
     reasons = {cid: c["reason"] for cid, c in judge["per_config"]["run-a"]["cases"].items()}
     assert reasons["q1"] == f"no passages: {KB_NO_CONTEXT}"
+
+
+def test_pairs_with_the_same_reason_hold_one_text_and_records_stay_frozen(tmp_path: Path) -> None:
+    """Judged pairs that failed the same checks (or changed the same way) hold one reason text,
+    equal to the one made for each; selections and judge items refuse every change."""
+    import dataclasses
+
+    failing = {**GOOD, "must_contain": ["22 days"]}
+    cases = [case(f"f{n}", **failing) for n in range(3)] + [case(f"c{n}", **GOOD) for n in range(2)]
+    traces = ([trace(f"f{n}") for n in range(3)] + [trace(f"f{n}", "cand") for n in range(3)]
+              + [trace(f"c{n}") for n in range(2)]
+              + [trace(f"c{n}", "cand", answer=f"Changed answer {n}: 15 days [leave#1].") for n in range(2)])
+    dataset, metrics = build(tmp_path, cases, traces)
+    pairs = by_pair(select_cases(dataset, metrics))
+    failed = [pairs[(cfg, f"f{n}")] for cfg in ("base", "cand") for n in range(3)]
+    assert {s.reason for s in failed} == {"deterministic failure: must_contain"}
+    assert len({id(s.reason) for s in failed}) == 1
+    changed = [pairs[("cand", f"c{n}")] for n in range(2)]
+    assert [s.reason for s in changed] == ["answer or context changed since base"] * 2
+    assert changed[0].reason is changed[1].reason
+    chosen = pairs[("cand", "c0")]
+    for record, name in ((chosen, "reason"), (chosen.item, "answer")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, name, "x")
+    assert not hasattr(chosen, "__dict__")  # slotted: no per-selection dict to change or to pay for

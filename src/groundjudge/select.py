@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from groundjudge.contracts import Trace
 from groundjudge.judge.item import JudgeItem
 from groundjudge.load.dataset import Dataset
+from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selection:
     case_id: str
     config_id: str
@@ -110,12 +111,21 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
     chosen: list[Selection] = []
     skipped: list[Selection] = []
     pairs: dict[str, tuple[str, str]] = {}
+    # one reason text per distinct set of failed checks, and one for every changed case: the
+    # pairs that share a reason hold the same (immutable) string
+    failed_because: dict[tuple[str, ...], str] = {}
+    changed_because = f"answer or context changed since {baseline}"
+    scored_by_config = _scored_by_config(metrics)
+    base_traces = dataset.traces.get(baseline, {}) if baseline else {}
     for config_id in configs:
+        traces = dataset.traces.get(config_id, {})
+        scored_cases = scored_by_config.get(config_id, {})
+        compare = bool(baseline) and config_id != baseline
         for case_id in dataset.cases:
-            trace = dataset.trace(config_id, case_id)
+            trace = traces.get(case_id, {}).get(0)  # as ``dataset.trace``: the case's own question
             if trace is None:
                 continue
-            scored = metrics.case(config_id, case_id)
+            scored = scored_cases.get(case_id)
 
             def skip(reason: str, cid: str = case_id, cfg: str = config_id) -> None:
                 skipped.append(Selection(cid, cfg, False, reason, 3, None))
@@ -144,12 +154,14 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
             if sample is not None and case_id not in sample:
                 skip("smoke: outside the stratified sample")
                 continue
-            failures = deterministic_failures(scored.values) if scored else []
-            base = dataset.trace(baseline, case_id) if baseline and config_id != baseline else None
+            failures = tuple(deterministic_failures(scored.values)) if scored else ()
+            base = base_traces.get(case_id, {}).get(0) if compare else None
             if failures:
-                priority, why = 0, "deterministic failure: " + ", ".join(failures)
+                if failures not in failed_because:
+                    failed_because[failures] = "deterministic failure: " + ", ".join(failures)
+                priority, why = 0, failed_because[failures]
             elif _changed(trace, base):
-                priority, why = 1, f"answer or context changed since {baseline}"
+                priority, why = 1, changed_because
             else:
                 priority, why = 2, None
             chosen.append(Selection(case_id, config_id, True, why, priority, item))
@@ -160,6 +172,16 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
         skipped += [Selection(s.case_id, s.config_id, False, f"budget: max_cases {settings.max_cases}", s.priority, None)
                     for s in over]
     return chosen + skipped
+
+
+def _scored_by_config(metrics: MetricsRun) -> dict[str, dict[str, CaseMetrics]]:
+    """Each case's metrics by config and case id, as ``MetricsRun.case`` finds them; made for
+    this selection alone, so that no index of every pair outlives it."""
+    out: dict[str, dict[str, CaseMetrics]] = {}
+    for section in metrics.configs.values():
+        for scored in section.cases:
+            out.setdefault(scored.config_id, {})[scored.case_id] = scored
+    return out
 
 
 def _budget_order(chosen: list[Selection], gated: set[str]) -> list[Selection]:

@@ -27,7 +27,7 @@ from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.pending import NotSent, Pending, shared_values
-from groundjudge.judge.results import CriterionValue, NuggetResult
+from groundjudge.judge.results import CaseJudgement, CriterionValue, NuggetResult
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import VerdictError
 
@@ -66,10 +66,13 @@ class ClaimQuestions:
         return self.engine._memo_key(item)
 
     def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
-                    ) -> list[Pending | None]:
-        """Each item from its case memo (found under the memo's key), if it has one this code
-        reads; else None."""
-        return [self._from_memo(item, cached) for item, cached in zip(items, found, strict=True)]
+                    selected_because: Sequence[str | None]) -> list[CaseJudgement | None]:
+        """Each item's result from its case memo (found under the memo's key), if it has one
+        this code reads; else None."""
+        settled = [self._from_memo(item, cached) for item, cached in zip(items, found, strict=True)]
+        results = iter(Pending.results([p for p in settled if p is not None],
+                                       [b for p, b in zip(settled, selected_because, strict=True) if p is not None]))
+        return [next(results) if p is not None else None for p in settled]
 
     def _from_memo(self, item: JudgeItem, cached: CachedReply | None) -> Pending | None:
         if cached is None:

@@ -77,9 +77,10 @@ class JudgeProtocol(Protocol):
         """The key under which the cache may settle the item (:meth:`from_cached`)."""
 
     def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
-                    ) -> list[Pending | None]:
-        """Each item settled by the entry found under its key (None: no entry), without the
-        event loop (and counted as done); else None. In the order of ``items``."""
+                    selected_because: Sequence[str | None]) -> list[CaseJudgement | None]:
+        """Each item's result where the entry found under its key (None: no entry) settles it,
+        without the event loop (and counted: :meth:`JudgeEngine.settled_from_cache`); else None.
+        In the order of ``items``."""
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
@@ -212,6 +213,18 @@ class JudgeEngine:
             return NotSent("skipped", over)
         return None
 
+    def settled_from_cache(self, judged: int) -> None:
+        """``judged`` items settled by the cache (a protocol's ``from_cached``): counted as hits
+        and as done, each reported to ``on_progress`` as :meth:`finish` reports an item."""
+        if self.on_progress is None:
+            self.totals.cache_hits += judged
+            self.totals.done += judged
+            return
+        for _ in range(judged):
+            self.totals.cache_hits += 1
+            self.totals.done += 1
+            self.on_progress(self.totals)
+
     def finish(self, out: Pending) -> Pending:
         self.totals.done += 1
         if out.status == "judge_error":
@@ -265,12 +278,9 @@ class JudgeEngine:
             part = items[start:start + _LOOKUPS_PER_READ]
             keys = [protocol.cache_key(item) for item in part]
             found = self.cache.get_many(keys)
-            settled = protocol.from_cached(part, keys, found)
-            because = why[start:start + _LOOKUPS_PER_READ]
-            results = iter(Pending.results([p for p in settled if p is not None],
-                                           [b for p, b in zip(settled, because, strict=True) if p is not None]))
-            out += [(next(results), key, None) if pending is not None else (None, key, cached)
-                    for key, cached, pending in zip(keys, found, settled, strict=True)]
+            settled = protocol.from_cached(part, keys, found, why[start:start + _LOOKUPS_PER_READ])
+            out += [(result, key, None) if result is not None else (None, key, cached)
+                    for key, cached, result in zip(keys, found, settled, strict=True)]
         return out
 
     async def run(self, items: Sequence[JudgeItem], selected_because: Sequence[str | None] | None = None,

@@ -20,8 +20,9 @@ from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.pending import Pending
+from groundjudge.judge.pending import NO_USAGE, Pending, judged_cases
 from groundjudge.judge.render import render_messages
+from groundjudge.judge.results import CaseJudgement, CriterionValue
 from groundjudge.judge.scoring import criterion_values
 from groundjudge.judge.verdict import RawVerdict, VerdictError, parse_verdict, read_replies
 
@@ -32,9 +33,14 @@ __all__ = ["OneCallJson", "claims_of"]
 
 
 def claims_of(verdict: Any) -> list[ClaimResult]:
-    return [ClaimResult(claim=c.claim, cited=tuple(c.cited), verdict=c.verdict, support=tuple(c.support),
-                        klass=c.triage_class)
-            for c in verdict.claims]
+    """The verdict's claims as results; a claim supported by exactly what it cites holds one
+    tuple for both (tuples are immutable: sharing one changes nothing that can be read)."""
+    out = []
+    for c in verdict.claims:
+        cited = tuple(c.cited)
+        support = cited if c.support == c.cited else tuple(c.support)
+        out.append(ClaimResult(claim=c.claim, cited=cited, verdict=c.verdict, support=support, klass=c.triage_class))
+    return out
 
 
 class OneCallJson:
@@ -52,22 +58,31 @@ class OneCallJson:
         return self.engine.key(item)
 
     def from_cached(self, items: Sequence[JudgeItem], keys: Sequence[str], found: Sequence[CachedReply | None],
-                    ) -> list[Pending | None]:
+                    selected_because: Sequence[str | None]) -> list[CaseJudgement | None]:
         """Each item judged from a valid cached reply, without the event loop; else None (no
         entry, or one that needs a repair or a new call: :meth:`run_item` handles those). The
-        replies are read together (``verdict.read_replies``)."""
+        replies are read together (``verdict.read_replies``) and the results validated together."""
         read = iter(read_replies([cached.raw for cached in found if cached is not None]))
-        return [None if cached is None else self._from_cache(item, key, cached, next(read))
-                for item, key, cached in zip(items, keys, found, strict=True)]
-
-    def _from_cache(self, item: JudgeItem, key: str, cached: CachedReply, read: RawVerdict | None) -> Pending | None:
-        out = Pending(item, source="cache", cache_key=key)
-        try:
-            self._from_reply(out, cached.raw, read)
-        except VerdictError:
-            return None
-        self.engine.totals.cache_hits += 1
-        return self.engine.finish(out)
+        judged: list[dict[str, Any]] = []
+        at: list[int] = []
+        for i, (item, key, cached) in enumerate(zip(items, keys, found, strict=True)):
+            if cached is None:
+                continue
+            try:
+                claims, values, reason = self._judged(item, cached.raw, next(read))
+            except VerdictError:
+                continue
+            judged.append({
+                "case_id": item.case_id, "config_id": item.config_id, "status": "judged", "reason": None,
+                "selected_because": selected_because[i], "source": "cache", "criteria": values, "claims": claims,
+                "nuggets": (), "judge_reason": reason, "usage": NO_USAGE, "seconds": 0.0, "cache_key": key,
+                "raw": cached.raw})
+            at.append(i)
+        out: list[CaseJudgement | None] = [None] * len(items)
+        for i, result in zip(at, judged_cases(judged), strict=True):
+            out[i] = result
+        self.engine.settled_from_cache(len(at))
+        return out
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],
                   sem: asyncio.Semaphore, stop: dict[str, str]) -> list[Pending]:
@@ -75,17 +90,22 @@ class OneCallJson:
         return list(await asyncio.gather(*(self.run_item(item, sem, stop, found)
                                            for item, found in zip(items, looked_up, strict=True))))
 
-    def _from_reply(self, out: Pending, raw: str, read: RawVerdict | None = None) -> None:
-        """``out`` judged from the reply ``raw`` (``read``: its one-step reading, where made);
-        :class:`VerdictError` where the reply is not a valid verdict."""
-        item = out.item
+    def _from_reply(self, out: Pending, raw: str) -> None:
+        """``out`` judged from the reply ``raw``; :class:`VerdictError` where the reply is not a
+        valid verdict."""
+        out.claims, out.criteria, out.judge_reason = self._judged(out.item, raw)  # shared values (scoring)
+        out.status, out.raw = "judged", raw
+
+    def _judged(self, item: JudgeItem, raw: str, read: RawVerdict | None = None,
+                ) -> tuple[list[ClaimResult], dict[str, CriterionValue], str]:
+        """The claims, criterion values and the judge's reason in the reply ``raw`` (``read``:
+        its one-step reading, where made); :class:`VerdictError` where it is not a valid verdict."""
         verdict = parse_verdict(raw, {cid for cid, _ in item.contexts}, answer_has_text=bool(item.answer.strip()),
                                 read=read)
         claims = claims_of(verdict)
         values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
                                   has_expected_answer=bool(item.expected_answer))
-        out.status, out.raw, out.claims, out.criteria = "judged", raw, claims, values  # shared values (scoring)
-        out.judge_reason = verdict.reason
+        return claims, values, verdict.reason
 
     def _account(self, out: Pending, result: CallResult | None, requests: int) -> None:
         if result is not None:

@@ -17,7 +17,9 @@ from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.results import CaseJudgement, CriterionValue, NuggetResult, Status, Usage
 
-__all__ = ["NotSent", "Pending", "shared_values"]
+__all__ = ["NO_USAGE", "NotSent", "Pending", "judged_cases", "shared_values"]
+
+NO_USAGE = Usage()  # what a cache hit cost: frozen, one for every such item
 
 
 @dataclass(slots=True)
@@ -35,7 +37,7 @@ class Pending:
     judge_reason: str | None = None
     raw: str | None = None
     cache_key: str | None = None
-    usage: Usage = field(default=Usage())  # frozen: one shared zero for the (many) items that cost nothing
+    usage: Usage = field(default=NO_USAGE)  # frozen: one shared zero for the (many) items that cost nothing
     seconds: float = 0.0
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
@@ -44,8 +46,7 @@ class Pending:
     @staticmethod
     def results(pending: Sequence[Pending], selected_because: Sequence[str | None]) -> list[CaseJudgement]:
         """:meth:`result` of each, validated together (a nightly run settles thousands at once)."""
-        return _RESULTS.validate_python([p._fields(because)
-                                         for p, because in zip(pending, selected_because, strict=True)])
+        return judged_cases([p._fields(because) for p, because in zip(pending, selected_because, strict=True)])
 
     def _fields(self, selected_because: str | None) -> dict[str, Any]:
         judged = self.status == "judged"
@@ -60,6 +61,12 @@ class Pending:
 
 
 _RESULTS: TypeAdapter[list[CaseJudgement]] = TypeAdapter(list[CaseJudgement])
+
+
+def judged_cases(fields: list[dict[str, Any]]) -> list[CaseJudgement]:
+    """A case result from each of these fields (every field of ``CaseJudgement``, as
+    :meth:`Pending.result` gives them), validated together."""
+    return _RESULTS.validate_python(fields)
 
 
 class NotSent(Exception):

@@ -253,27 +253,35 @@ class JudgeRun(_Frozen):
 
 
 def summarize_config(cases: dict[str, CaseJudgement], criteria: list[CriterionInfo]) -> ConfigJudgeSummary:
-    judged = [c for c in cases.values() if c.status == "judged"]
+    """The config's aggregates, in one pass over its cases (in their order, which is the order
+    every count is first met in and every mean adds up in)."""
+    names = list(dict.fromkeys(crit.name for crit in criteria))
+    values: dict[str, list[float | None]] = {name: [] for name in names}  # per judged case, in order
+    labels: dict[str, dict[str, int]] = {name: {} for name in names}
     statuses: dict[str, int] = {}
+    classes: dict[str, int] = {}
+    claims = judged = 0
     for c in cases.values():
         statuses[c.status] = statuses.get(c.status, 0) + 1
-    labels: dict[str, dict[str, int]] = {}
-    for crit in criteria:
-        counts: dict[str, int] = {}
-        for c in judged:
-            label = c.label(crit.name)
-            if label is not None:
-                counts[str(label)] = counts.get(str(label), 0) + 1
-        labels[crit.name] = counts
-    classes: dict[str, int] = {}
-    for c in judged:
+        if c.status != "judged":
+            continue
+        judged += 1
+        for name in names:
+            value = c.criteria.get(name)
+            if value is None:
+                values[name].append(None)
+                continue
+            values[name].append(value.value)
+            if value.label is not None:
+                counts, label = labels[name], str(value.label)
+                counts[label] = counts.get(label, 0) + 1
+        claims += len(c.claims)
         for claim in c.claims:
             classes[claim.klass] = classes.get(claim.klass, 0) + 1
     errors = statuses.get("judge_error", 0)
-    attempted = len(judged) + errors
+    attempted = judged + errors
     return ConfigJudgeSummary(
-        metrics={crit.metric: MetricValue.mean(c.criteria[crit.name].value if crit.name in c.criteria else None
-                                               for c in judged) for crit in criteria},
-        labels=labels, claims=sum(len(c.claims) for c in judged), claim_classes=classes, status_counts=statuses,
+        metrics={crit.metric: MetricValue.mean(values[crit.name]) for crit in criteria},
+        labels=labels, claims=claims, claim_classes=classes, status_counts=statuses,
         judge_error_rate=MetricValue(value=errors / attempted if attempted else None, n=attempted),
     )

@@ -69,7 +69,12 @@ def judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Sele
 
 def _judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Selection],
                results: Sequence[CaseJudgement], totals: EngineTotals) -> JudgeRun:
-    by_pair = {(r.config_id, r.case_id): r for r in results}
+    judged: dict[str, dict[str, CaseJudgement]] = {}  # config -> case -> result
+    for r in results:
+        judged.setdefault(r.config_id, {})[r.case_id] = r
+    chosen: dict[str, list[Selection]] = {}  # config -> its selections, in order
+    for s in selections:
+        chosen.setdefault(s.config_id, []).append(s)
     criteria = criteria_info(session)
     per_config: dict[str, ConfigJudgement] = {}
     for cfg in dataset.config_ids:
@@ -77,10 +82,8 @@ def _judge_run(session: JudgeSession, dataset: Dataset, selections: Sequence[Sel
         for case_id in dataset.missing_trace.get(cfg, []):
             cases[case_id] = CaseJudgement(case_id=case_id, config_id=cfg, status="skipped",
                                            reason="missing_trace: no trace for this config")
-        for s in selections:
-            if s.config_id != cfg:
-                continue
-            cases[s.case_id] = by_pair[(cfg, s.case_id)] if s.judge else CaseJudgement(
+        for s in chosen.get(cfg, ()):
+            cases[s.case_id] = judged[cfg][s.case_id] if s.judge else CaseJudgement(
                 case_id=s.case_id, config_id=cfg, status="skipped", reason=s.reason)
         ordered = {cid: cases[cid] for cid in dataset.cases if cid in cases}
         per_config[cfg] = ConfigJudgement(summary=summarize_config(ordered, criteria), cases=ordered)
