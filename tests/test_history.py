@@ -277,7 +277,7 @@ def test_pack_report_packs_what_pack_of_the_copied_values_packs():
     from groundjudge.metrics.case import CaseMetrics
     from groundjudge.metrics.table import as_batch, concat, views
 
-    rows = [CaseMetrics(cid, "cfg", values, None, [], []) for cid, values in
+    rows = [CaseMetrics(cid, "cfg", values, None, (), ()) for cid, values in
             (("a", {"recall@5": 1.0, "mrr@10": None, "acl_leak": True}), ("c", {"recall@5": 0.5, "mrr@10": 0.5}))]
     batch, facts = as_batch(rows)
     read = views(concat([batch]), facts)  # as a run's rows: views of a config's Arrow table
@@ -304,15 +304,15 @@ def test_pack_report_reads_a_runs_metric_columns_from_its_tables_as_it_reads_the
     from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
     from groundjudge.metrics.table import as_batch, concat, views
 
-    rows = [CaseMetrics("a", "one", {"x": 1.0, "shared": None}, None, [], []),
-            CaseMetrics("b", "one", {"x": math.nan}, None, [], []),
-            CaseMetrics("a", "two", {"y": 0.5, "shared": 2.0}, None, [], [])]
+    rows = [CaseMetrics("a", "one", {"x": 1.0, "shared": None}, None, (), ()),
+            CaseMetrics("b", "one", {"x": math.nan}, None, (), ()),
+            CaseMetrics("a", "two", {"y": 0.5, "shared": 2.0}, None, (), ())]
     batch, facts = as_batch(rows)  # one batch over both configs, as a run scores them
     configs = {}
     for cfg, start, size in (("one", 0, 2), ("two", 2, 1)):
         table = concat([batch.slice(start, size)])
         read = views(table, facts[start:start + size])
-        configs[cfg] = ConfigMetrics(cfg, [CaseMetrics(r.case_id, cfg, v, None, [], [])
+        configs[cfg] = ConfigMetrics(cfg, [CaseMetrics(r.case_id, cfg, v, None, (), ())
                                            for r, v in zip(rows[start:start + size], read, strict=True)], {}, {},
                                      table)  # type: ignore[arg-type]
     run = MetricsRun(configs, {})

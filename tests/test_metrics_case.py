@@ -140,6 +140,33 @@ def test_a_process_pool_scores_the_same_rows_as_one_process(monkeypatch, configs
     assert len(alone.configs["baseline"].cases) > 20
 
 
+def test_a_scored_case_cannot_be_changed(run):
+    """A case's results hold no list or dict a caller could change: its leaks and content
+    types are tuples (equal content types of a batch are one tuple), its values a read-only
+    mapping, and the record itself is frozen."""
+    import dataclasses
+
+    rows = [r for cfg in run.configs.values() for r in cfg.cases]
+    leaky = run.case("base", "c2")
+    assert isinstance(leaky.acl_leaks, tuple) and leaky.acl_leaks
+    for row in rows:
+        assert type(row.acl_leaks) is tuple and type(row.content_types) is tuple
+        assert not hasattr(row.values, "__setitem__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        leaky.content_types = ("table",)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        leaky.acl_leaks.append(leaky.acl_leaks[0])  # type: ignore[attr-defined]
+
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_batch
+
+    # each case's own tuple in, one tuple per distinct value of the batch out
+    given = [CaseMetrics(f"c{i}", "cfg", {"x": 1.0}, "answer", (), tuple("prose".split())) for i in range(3)]
+    assert given[0].content_types is not given[1].content_types
+    _, facts = as_batch(given)
+    assert facts[0].content_types == ("prose",) and all(f.content_types is facts[0].content_types for f in facts)
+
+
 def test_every_case_mapping_shares_its_key_strings(run):
     """A nightly run holds a mapping of about 60 metrics per (case, config): their keys are one
     set of strings for the run, not copies per case (about 160 MB at 100,000 x 2)."""

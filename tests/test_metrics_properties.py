@@ -249,7 +249,7 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
 
     cases = {f"c{i}": GoldenCase(id=f"c{i}", question="q", tags=tags, difficulty=level)
              for i, (tags, level, _) in enumerate(groups)}
-    results = [CaseMetrics(f"c{i}", "cfg", row, "answer", [], groups[i][2]) for i, row in enumerate(rows)]
+    results = [CaseMetrics(f"c{i}", "cfg", row, "answer", (), tuple(groups[i][2])) for i, row in enumerate(rows)]
 
     def by(key):  # the definition: the group's rows, then their summary
         found: dict[str, list[dict[str, float | None]]] = {}
@@ -263,7 +263,7 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
                 "content_type": by(lambda r: r.content_types or ["(unknown)"])}
 
     def table(rows):
-        batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(rows)])
+        batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", (), ()) for i, row in enumerate(rows)])
         return concat([batch]), [f.names for f in facts]
 
     mine, layouts = table(rows)
@@ -289,7 +289,7 @@ def test_a_batch_laid_out_by_columns_holds_each_rows_values(rows: list[dict[str,
     from groundjudge.metrics.case import CaseMetrics
     from groundjudge.metrics.table import as_batch, metric_columns
 
-    batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(rows)])
+    batch, facts = as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", (), ()) for i, row in enumerate(rows)])
     order = list(dict.fromkeys(name for row in rows for name in row))
     assert metric_columns(batch) == order and batch.num_rows == len(rows)
     assert [f.names for f in facts] == [tuple(row) for row in rows]
@@ -319,7 +319,7 @@ def test_failed_checks_of_a_table_are_the_row_by_row_ones(rows: list[dict[str, f
     from groundjudge.metrics.failures import deterministic_failures, failed_checks, failure_stage
     from groundjudge.metrics.table import as_batch, concat, views
 
-    batches = [as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", [], []) for i, row in enumerate(part)])
+    batches = [as_batch([CaseMetrics(f"c{i}", "cfg", row, "answer", (), ()) for i, row in enumerate(part)])
                for part in (rows, more)]
     table = concat([batch for batch, _ in batches])
     read = views(table, [f for _, facts in batches for f in facts])

@@ -41,8 +41,8 @@ class CaseMetrics:
     # of its config's table (``metrics.table.MetricValues``)
     values: Mapping[str, float | None]
     behavior: Behavior | None  # None: not recorded (no behaviour field, no answer text)
-    acl_leaks: list[AclLeak]
-    content_types: list[str]
+    acl_leaks: tuple[AclLeak, ...]
+    content_types: tuple[str, ...]
     # metric -> why it is None here: an input it reads was not recorded (``metrics.unrecorded``)
     unknown: Mapping[str, str] = field(default_factory=lambda: _NOTHING_UNKNOWN)  # one shared empty mapping
 
@@ -94,13 +94,13 @@ def doc_recall(case: GoldenCase, trace: Trace, ranking: list[str], corpus: Corpu
 
 
 def case_content_types(case: GoldenCase, trace: Trace, corpus: Corpus,
-                       *, relevant: AbstractSet[str] | None = None) -> list[str]:
+                       *, relevant: AbstractSet[str] | None = None) -> tuple[str, ...]:
     relevant = case.relevant_chunk_ids if relevant is None else relevant  # made on each read: once, not once per chunk
     known = corpus.chunks
     types = {known[cid].type for cid in relevant if cid in known}
     if not types:
         types = {c.type for c in trace.retrieved_chunks if c.chunk_id in relevant and c.type}
-    return sorted(types)
+    return tuple(sorted(types))
 
 
 def compute_case(
@@ -140,4 +140,4 @@ def compute_case(
     for name in missing:  # computed from an empty default, it would be a finding nothing supports
         values[name] = None
     return CaseMetrics(case.id, trace.config_id, values, None if OBSERVED_BEHAVIOR in unknown else behavior,
-                       leaks or [], types, missing)
+                       tuple(leaks) if leaks else (), types, missing)

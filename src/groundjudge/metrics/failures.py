@@ -56,10 +56,13 @@ def failed_checks(table: pa.Table) -> list[tuple[str, ...]]:
     checks = [(metric, test) for metric, test, _ in CHECKS if metric in table.column_names]
     if not checks or not table.num_rows:
         return [()] * table.num_rows
-    failed = np.column_stack([_TESTS[test](table.column(metric).to_numpy()) for metric, test in checks])
-    patterns, which = np.unique(failed, axis=0, return_inverse=True)
-    named = [tuple(metric for (metric, _), bit in zip(checks, pattern, strict=True) if bit)
-             for pattern in patterns.tolist()]
+    # each row's failed checks as the bits of one integer (bit j: the j-th check), so that the
+    # distinct patterns are found by sorting integers, not rows
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    for bit, (metric, test) in enumerate(checks):
+        codes |= _TESTS[test](table.column(metric).to_numpy()).astype(np.int64) << bit
+    patterns, which = np.unique(codes, return_inverse=True)
+    named = [tuple(metric for bit, (metric, _) in enumerate(checks) if code >> bit & 1) for code in patterns.tolist()]
     return [named[i] for i in which.reshape(-1).tolist()]
 
 

@@ -50,8 +50,8 @@ class CaseFacts:
 
     names: tuple[str, ...]  # the metrics computed for this case, in order (absent ones are not null)
     behavior: Behavior | None
-    acl_leaks: list[AclLeak]
-    content_types: list[str]
+    acl_leaks: tuple[AclLeak, ...]
+    content_types: tuple[str, ...]
     unknown: dict[str, str] | None  # metric -> why its input was not recorded (None: nothing)
 
 
@@ -76,6 +76,7 @@ def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFact
     are laid out together: each metric's values are taken from their mappings' values in one
     pass and made an Arrow array once. Rows of several layouts are put back in their order."""
     layouts: dict[tuple[str, ...], tuple[tuple[str, ...], list[int]]] = {}  # a layout -> itself, its rows
+    types: dict[tuple[str, ...], tuple[str, ...]] = {}  # content types -> the one equal tuple of the batch
     facts = []
     for i, row in enumerate(rows):
         layout = tuple(row.values)
@@ -83,8 +84,9 @@ def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFact
         if group is None:
             group = layouts[layout] = (layout, [])
         group[1].append(i)
-        # rows with the same metrics share one tuple
-        facts.append(CaseFacts(group[0], row.behavior, row.acl_leaks, row.content_types, dict(row.unknown) or None))
+        # rows with the same metrics (or content types) share one tuple
+        facts.append(CaseFacts(group[0], row.behavior, row.acl_leaks, types.setdefault(row.content_types, row.content_types),
+                               dict(row.unknown) or None))
     names = dict.fromkeys(name for layout in layouts for name in layout)  # in the order they first appear
     schema = metric_schema(names)
     keys: list[Any] = [[r.config_id for r in rows], [r.case_id for r in rows],

@@ -163,7 +163,7 @@ class _Details:
         if case.acl_leaks:
             return CaseDetail.model_construct(observed_behavior=case.behavior, expected_behavior=expected,
                                               acl_leaks=[asdict(leak) for leak in case.acl_leaks],
-                                              content_types=case.content_types)
+                                              content_types=list(case.content_types))
         key = (case.behavior, expected, tuple(case.content_types))
         found = self.seen.get(key)
         if found is None:
