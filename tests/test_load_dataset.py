@@ -138,3 +138,23 @@ def test_gaps_are_those_of_each_trace_looked_at_on_its_own(gap: str) -> None:
     assert (ds.missing_text, ds.unresolved_chunks) == _gaps_one_trace_at_a_time(by_config, corpus.chunks)
     assert ds.missing_trace == {"base": ["c4"], "cand": ["c4"]}
     assert bool(ds.missing_text or ds.unresolved_chunks) == (gap not in ("none", "context with text"))
+
+
+def test_chunks_a_case_names_are_checked_against_the_corpus_field_by_field(tmp_path: Path) -> None:
+    from groundjudge.errors import InputError
+    from groundjudge.load.dataset import load_corpus
+
+    corpus = load_corpus(Path(__file__).parent / "fixtures" / "mini" / "corpus.jsonl")
+    cases = [{"id": "a", "question": "q", "expected_chunk_ids": ["leave#1"], "relevance": {"sla#1": 1}},
+             {"id": "b", "question": "q", "must_cite": ["leave#2", "ghost#1"]},
+             {"id": "c", "question": "q", "relevance": {"ghost#2": 2, "leave#1": 1}, "expected_chunk_ids": ["ghost#3"]}]
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps(case) + "\n" for case in cases[:1]))
+    assert list(load_golden(golden, corpus)) == ["a"]
+    golden.write_text("".join(json.dumps(case) + "\n" for case in cases))
+    with pytest.raises(InputError) as caught:
+        load_golden(golden, corpus)
+    assert [(p.line, p.field, p.problem) for p in caught.value.problems] == [
+        (2, "must_cite", "chunk ids not in the corpus: ghost#1"),
+        (3, "expected_chunk_ids", "chunk ids not in the corpus: ghost#3"),
+        (3, "relevance", "chunk ids not in the corpus: ghost#2, ghost#3")]

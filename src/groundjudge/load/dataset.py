@@ -7,7 +7,7 @@ config, a chunk whose text is nowhere to be found) are recorded and reported, ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_
@@ -59,7 +59,7 @@ class Dataset:
 
 
 def load_corpus(path: str | Path) -> Corpus:
-    chunks, _, problems = index_unique(path, read_records(path, CorpusChunk), lambda c: c.chunk_id,
+    chunks, _, problems = index_unique(path, read_records(path, CorpusChunk), attrgetter("chunk_id"),
                                        "chunk_id", "chunk id")
     if problems:
         raise InputError(problems)
@@ -67,8 +67,8 @@ def load_corpus(path: str | Path) -> Corpus:
 
 
 def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, GoldenCase]:
-    cases, lines, problems = index_unique(path, read_records(path, GoldenCase), lambda c: c.id, "id", "case id")
-    if corpus:
+    cases, lines, problems = index_unique(path, read_records(path, GoldenCase), attrgetter("id"), "id", "case id")
+    if corpus and _unknown_to(corpus, cases.values()):
         for case in cases.values():
             for fname, ids in (("expected_chunk_ids", case.expected_chunk_ids), ("must_cite", case.must_cite),
                                ("relevance", list(case.relevance))):
@@ -79,6 +79,14 @@ def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, Gol
     if problems:
         raise InputError(sorted(problems, key=lambda p: p.line or 0))
     return cases
+
+
+def _unknown_to(corpus: Corpus, cases: Iterable[GoldenCase]) -> bool:
+    """Whether a case names a chunk (expected, to cite, graded) the corpus does not hold: the
+    distinct ids of all cases looked up once each."""
+    named = chain.from_iterable(chain.from_iterable(
+        (case.expected_chunk_ids, case.must_cite, case.relevance) for case in cases))
+    return bool(set(named).difference(corpus.chunks))
 
 
 def load_traces(

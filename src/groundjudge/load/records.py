@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -257,7 +258,11 @@ def _checked_records(path: Path, objects: Iterable[tuple[int, object | InputProb
 def index_unique(path: str | Path, records: list[tuple[int, M]], key: Callable[[M], str], field: str,
                  what: str) -> tuple[dict[str, M], dict[str, int], list[InputProblem]]:
     """Records by id, each id's line, and a problem for every repeated id (the first one wins)."""
-    by_id: dict[str, M] = {}
+    ids = list(map(key, map(itemgetter(1), records)))
+    by_id: dict[str, M] = dict(zip(ids, map(itemgetter(1), records), strict=True))
+    if len(by_id) == len(records):  # no id repeated: the maps as they are
+        return by_id, dict(zip(ids, map(itemgetter(0), records), strict=True)), []
+    by_id = {}
     lines: dict[str, int] = {}
     problems: list[InputProblem] = []
     for line, record in records:
