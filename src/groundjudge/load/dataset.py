@@ -55,7 +55,10 @@ class Dataset:
         return list(self.traces)
 
     def trace(self, config_id: str, case_id: str) -> Trace | None:
-        return self.traces.get(config_id, {}).get(case_id, {}).get(0)
+        """The trace of the case's own question (paraphrase 0), if the config has one."""
+        per_case = self.traces.get(config_id)
+        variants = None if per_case is None else per_case.get(case_id)
+        return None if variants is None else variants.get(0)
 
 
 def load_corpus(path: str | Path) -> Corpus:
