@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -94,3 +95,66 @@ def test_loaded_records_pickle_and_equal_each_line_parsed_on_its_own() -> None:
             assert loaded == parsed and loaded.model_dump_json() == parsed.model_dump_json()
             assert json.loads(loaded.model_dump_json()) == loaded.model_dump(mode="json")
             assert pickle.loads(pickle.dumps(loaded)) == loaded
+
+
+def _gaps_one_trace_at_a_time(by_config: dict[str, Any], known: dict[str, Any]) -> tuple[dict[str, list[str]], ...]:
+    """The rule for a dataset's gaps, applied to each trace on its own."""
+    missing_text, unresolved = {}, {}
+    for cfg, per_case in by_config.items():
+        for cid, variants in per_case.items():
+            for trace in variants.values():
+                key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
+                no_text = [c.chunk_id for c in trace.context_chunks if c.text is None and c.chunk_id not in known]
+                unknown = sorted({c.chunk_id for c in (*trace.retrieved_chunks, *trace.citations)
+                                  if c.chunk_id not in known}) if known else []
+                if no_text:
+                    missing_text[key] = no_text
+                if unknown:
+                    unresolved[key] = unknown
+    return missing_text, unresolved
+
+
+@pytest.mark.parametrize("gap", ["none", "context without text", "context with text", "retrieved", "cited",
+                                 "no corpus"])
+def test_gaps_are_those_of_each_trace_looked_at_on_its_own(gap: str) -> None:
+    from groundjudge.contracts import CorpusChunk, Trace
+    from groundjudge.load.dataset import Corpus, assemble_dataset
+
+    corpus = Corpus({} if gap == "no corpus" else {
+        cid: CorpusChunk(chunk_id=cid, doc_id=cid.split("#")[0], text="t") for cid in ("a#1", "a#2", "b#1")})
+    odd = {"context without text": {"context_chunks": ["a#1", "ghost#1"]},
+           "context with text": {"context_chunks": [{"chunk_id": "ghost#1", "text": "here"}]},
+           "retrieved": {"retrieved_chunks": ["a#1", "ghost#1", "ghost#1"]},
+           "cited": {"citations": ["ghost#2"]}}.get(gap, {})
+    traces = [Trace.model_validate({"query_id": f"c{i}", "config_id": cfg, "paraphrase": p,
+                                    "retrieved_chunks": ["a#1", "b#1"], "context_chunks": ["a#2"],
+                                    "citations": ["a#1"], **(odd if (i, p) == (2, 1) else {})})
+              for cfg in ("base", "cand") for i in range(4) for p in (0, 1)]
+    by_config: dict[str, Any] = {}
+    for t in traces:
+        by_config.setdefault(t.config_id, {}).setdefault(t.query_id, {})[t.paraphrase] = t
+    cases = {f"c{i}": None for i in range(5)}
+    ds = assemble_dataset(cases, by_config, corpus, {})  # type: ignore[arg-type]
+    assert (ds.missing_text, ds.unresolved_chunks) == _gaps_one_trace_at_a_time(by_config, corpus.chunks)
+    assert ds.missing_trace == {"base": ["c4"], "cand": ["c4"]}
+    assert bool(ds.missing_text or ds.unresolved_chunks) == (gap not in ("none", "context with text"))
+
+
+def test_chunks_a_case_names_are_checked_against_the_corpus_field_by_field(tmp_path: Path) -> None:
+    from groundjudge.errors import InputError
+    from groundjudge.load.dataset import load_corpus
+
+    corpus = load_corpus(Path(__file__).parent / "fixtures" / "mini" / "corpus.jsonl")
+    cases = [{"id": "a", "question": "q", "expected_chunk_ids": ["leave#1"], "relevance": {"sla#1": 1}},
+             {"id": "b", "question": "q", "must_cite": ["leave#2", "ghost#1"]},
+             {"id": "c", "question": "q", "relevance": {"ghost#2": 2, "leave#1": 1}, "expected_chunk_ids": ["ghost#3"]}]
+    golden = tmp_path / "g.jsonl"
+    golden.write_text("".join(json.dumps(case) + "\n" for case in cases[:1]))
+    assert list(load_golden(golden, corpus)) == ["a"]
+    golden.write_text("".join(json.dumps(case) + "\n" for case in cases))
+    with pytest.raises(InputError) as caught:
+        load_golden(golden, corpus)
+    assert [(p.line, p.field, p.problem) for p in caught.value.problems] == [
+        (2, "must_cite", "chunk ids not in the corpus: ghost#1"),
+        (3, "expected_chunk_ids", "chunk ids not in the corpus: ghost#3"),
+        (3, "relevance", "chunk ids not in the corpus: ghost#2, ghost#3")]

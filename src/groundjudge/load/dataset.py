@@ -7,8 +7,10 @@ config, a chunk whose text is nowhere to be found) are recorded and reported, ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
@@ -53,11 +55,14 @@ class Dataset:
         return list(self.traces)
 
     def trace(self, config_id: str, case_id: str) -> Trace | None:
-        return self.traces.get(config_id, {}).get(case_id, {}).get(0)
+        """The trace of the case's own question (paraphrase 0), if the config has one."""
+        per_case = self.traces.get(config_id)
+        variants = None if per_case is None else per_case.get(case_id)
+        return None if variants is None else variants.get(0)
 
 
 def load_corpus(path: str | Path) -> Corpus:
-    chunks, _, problems = index_unique(path, read_records(path, CorpusChunk), lambda c: c.chunk_id,
+    chunks, _, problems = index_unique(path, read_records(path, CorpusChunk), attrgetter("chunk_id"),
                                        "chunk_id", "chunk id")
     if problems:
         raise InputError(problems)
@@ -65,8 +70,8 @@ def load_corpus(path: str | Path) -> Corpus:
 
 
 def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, GoldenCase]:
-    cases, lines, problems = index_unique(path, read_records(path, GoldenCase), lambda c: c.id, "id", "case id")
-    if corpus:
+    cases, lines, problems = index_unique(path, read_records(path, GoldenCase), attrgetter("id"), "id", "case id")
+    if corpus and _unknown_to(corpus, cases.values()):
         for case in cases.values():
             for fname, ids in (("expected_chunk_ids", case.expected_chunk_ids), ("must_cite", case.must_cite),
                                ("relevance", list(case.relevance))):
@@ -79,17 +84,24 @@ def load_golden(path: str | Path, corpus: Corpus | None = None) -> dict[str, Gol
     return cases
 
 
+def _unknown_to(corpus: Corpus, cases: Iterable[GoldenCase]) -> bool:
+    """Whether a case names a chunk (expected, to cite, graded) the corpus does not hold: the
+    distinct ids of all cases looked up once each."""
+    named = chain.from_iterable(chain.from_iterable(
+        (case.expected_chunk_ids, case.must_cite, case.relevance) for case in cases))
+    return bool(set(named).difference(corpus.chunks))
+
+
 def load_traces(
     paths: Sequence[str | Path], cases: dict[str, GoldenCase], corpus: Corpus | None = None,
 ) -> dict[str, dict[str, dict[int, Trace]]]:
     """Traces by config, case and paraphrase."""
     traces: dict[str, dict[str, dict[int, Trace]]] = {}
-    seen: dict[tuple[str, str, int], str] = {}
+    seen: dict[tuple[str, str, int], tuple[str | Path, int]] = {}  # -> where it is
     problems: list[InputProblem] = []
     for path in paths:
         for line, trace in read_records(path, Trace):
             key = (trace.config_id, trace.query_id, trace.paraphrase)
-            where = f"{path}:{line}"
             if trace.query_id not in cases:
                 problems.append(InputProblem(str(path), line, "query_id",
                                              f"unknown case {trace.query_id!r}: not in the golden set"))
@@ -98,9 +110,9 @@ def load_traces(
                     str(path), line, "query_id",
                     f"duplicate trace for case {trace.query_id!r} config {trace.config_id!r}"
                     + (f" paraphrase {trace.paraphrase}" if trace.paraphrase else "")
-                    + f" (first at {seen[key]})"))
+                    + " (first at {}:{})".format(*seen[key])))
             else:
-                seen[key] = where
+                seen[key] = (path, line)
                 traces.setdefault(trace.config_id, {}).setdefault(trace.query_id, {})[trace.paraphrase] = trace
     if problems:
         raise InputError(problems)
@@ -130,6 +142,8 @@ def assemble_dataset(
     missing_text: dict[str, list[str]] = {}
     unresolved: dict[str, list[str]] = {}
     known = corpus.chunks  # every chunk of the corpus has its text
+    if not _any_gap(by_config, known):
+        return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
     for cfg, per_case in by_config.items():
         for cid, variants in per_case.items():
             for trace in variants.values():
@@ -143,3 +157,19 @@ def assemble_dataset(
                     if unknown:
                         unresolved[key] = sorted(set(unknown))
     return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
+
+
+def _any_gap(by_config: dict[str, dict[str, dict[int, Trace]]], known: dict[str, CorpusChunk]) -> bool:
+    """Whether some trace has a context chunk without text that the corpus does not know, or
+    (with a corpus) a retrieved or cited chunk unknown to it: the distinct ids of all traces
+    looked up once each, so that a run without gaps looks at no trace one by one."""
+    traces = [trace for per_case in by_config.values() for variants in per_case.values()
+              for trace in variants.values()]
+    context = list(chain.from_iterable(map(attrgetter("context_chunks"), traces)))
+    textless = compress(map(attrgetter("chunk_id"), context), map(is_, map(attrgetter("text"), context), repeat(None)))
+    if set(textless).difference(known):
+        return True
+    if not known:
+        return False
+    named = chain.from_iterable(chain(map(attrgetter("retrieved_chunks"), traces), map(attrgetter("citations"), traces)))
+    return bool(set(map(attrgetter("chunk_id"), named)).difference(known))

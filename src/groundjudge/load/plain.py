@@ -18,9 +18,9 @@ costs as much as validating it there.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from functools import cache
-from itertools import chain, repeat
+from collections.abc import Callable
+from functools import cache, partial
+from itertools import chain, islice, repeat
 from operator import attrgetter
 from sys import intern
 from typing import Annotated, Any, Literal
@@ -40,6 +40,7 @@ from groundjudge.contracts import (
     _one_of_equals,
     read_only_map,
 )
+from groundjudge.frozen import EMPTY, given_fields
 
 Id = Annotated[str, Meta(min_length=1)]
 
@@ -91,35 +92,57 @@ def _share(items: list[Any], name: str) -> None:
     deque(map(msgspec.structs.force_setattr, items, repeat(name), values), maxlen=0)
 
 
-def _rows(plains: Iterable[_PlainTrace]) -> list[dict[str, Any]]:
-    """Each trace's given fields with their values as the contract holds them."""
-    rows = []
-    for plain in plains:
-        row = {name: value for name, value in zip(_FIELDS, msgspec.structs.astuple(plain), strict=True)
-               if value is not UNSET}
-        for name, kind in _CHUNKS:
-            items = row.get(name)
-            if items and str in map(type, items):  # an id given alone: its chunk
-                row[name] = tuple(kind(chunk_id=item) if type(item) is str else item for item in items)
-        if "latency_ms" in row:
-            row["latency_ms"] = read_only_map(row["latency_ms"])
-        if "tokens" in row:
-            row["tokens"] = read_only_map(row["tokens"])
-        if "versions" in row:
-            row["versions"] = _one_of_equals(row["versions"])
-        rows.append(row)
-    retrieved = list(chain.from_iterable(row.get("retrieved_chunks", ()) for row in rows))
+def _chunks(kind: type, items: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Each trace's chunks of ``kind`` as structs (an id given alone: its chunk)."""
+    flat = list(chain.from_iterable(items))
+    if str not in map(type, flat):
+        return items
+    made = iter([kind(chunk_id=item) if type(item) is str else item for item in flat])
+    return list(map(tuple, map(islice, repeat(made), map(len, items))))
+
+
+_FINAL: dict[str, Callable[[list[Any]], list[Any]]] = {
+    **{name: partial(_chunks, kind) for name, kind in _CHUNKS},
+    "latency_ms": lambda values: list(map(read_only_map, values)),
+    "tokens": lambda values: list(map(read_only_map, values)),
+    "versions": lambda values: list(map(_one_of_equals, values)),
+}
+
+
+def _rows(plains: list[_PlainTrace]) -> tuple[list[dict[str, Any]], set[str] | None]:
+    """Each trace's given fields with their values as the contract holds them, made a field
+    at a time across the batch (one pass per field, not a dict comprehension per trace); and
+    the names given, when every trace of the batch gives the same ones (else None)."""
+    rows: list[dict[str, Any]] = [{} for _ in plains]
+    given: set[str] | None = set()
+    for name in _FIELDS:
+        column = list(map(attrgetter(name), plains))
+        unset = column.count(UNSET)
+        if unset == len(column):
+            continue
+        holders = rows
+        if unset:
+            given = None
+            holders = [row for row, value in zip(rows, column, strict=True) if value is not UNSET]
+            column = [value for value in column if value is not UNSET]
+        elif given is not None:
+            given.add(name)
+        final = _FINAL.get(name)
+        deque(map(dict.__setitem__, holders, repeat(name), column if final is None else final(column)), maxlen=0)
+    retrieved, context, cited = (list(chain.from_iterable(row.get(name, ()) for row in rows)) for name, _ in _CHUNKS)
     _share(retrieved, "chunk_id")
-    _share([item for item in retrieved if item.doc_id is not None], "doc_id")
-    _share(list(chain.from_iterable(row.get(name, ()) for row in rows for name in ("context_chunks", "citations"))),
-           "chunk_id")
-    return rows
+    _share(context + cited, "chunk_id")
+    if None in map(attrgetter("doc_id"), retrieved):
+        retrieved = [item for item in retrieved if item.doc_id is not None]
+    _share(retrieved, "doc_id")
+    return rows, given
 
 
 def _made_from_fields(model: type[BaseModel]) -> SchemaValidator:
-    """A validator of a list of the model's records from their fields' final values: each
-    record made by pydantic-core as validation makes it (its given fields are the keys given,
-    a missing field takes its default, ``model_post_init`` runs), with no check of a value."""
+    """A validator of a list of the model's records from their declared fields' final values:
+    each record made by pydantic-core as validation makes it (its given fields are the keys
+    given, a missing field takes its default), with no check of a value. ``model_post_init``
+    does not run: :func:`_finish` does its work for the whole batch."""
     fields = {}
     for name, info in model.model_fields.items():
         schema: cs.CoreSchema = cs.any_schema()
@@ -132,9 +155,19 @@ def _made_from_fields(model: type[BaseModel]) -> SchemaValidator:
         if default is not PydanticUndefined:  # (a factory of one and the same value: that value)
             schema = cs.with_default_schema(schema, default=default)
         fields[name] = cs.model_field(schema)
-    record = cs.model_schema(model, cs.model_fields_schema(fields, extra_behavior="allow"),
-                             post_init="model_post_init", frozen=True, extra_behavior="allow")
+    record = cs.model_schema(model, cs.model_fields_schema(fields), frozen=True)
     return SchemaValidator(cs.list_schema(record))
+
+
+def _finish(records: list[Any], given: set[str] | None) -> None:
+    """What the records' ``model_post_init`` does (:class:`~groundjudge.contracts._Record`),
+    across the batch: each holds the shared set of its given fields (``given``, when every
+    record gives the same ones) and the empty read-only map of unknown fields (a plain trace
+    has none)."""
+    sets = (repeat(given_fields(given)) if given is not None
+            else map(given_fields, map(attrgetter("__pydantic_fields_set__"), records)))
+    deque(map(object.__setattr__, records, repeat("__pydantic_fields_set__"), sets), maxlen=0)
+    deque(map(object.__setattr__, records, repeat("__pydantic_extra__"), repeat(EMPTY)), maxlen=0)
 
 
 @cache
@@ -153,4 +186,8 @@ def plain_records(model: type[BaseModel], lines: bytes) -> list[Any] | None:
         plains = decoder.decode(lines)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return made.validate_python(_rows(plains))  # type: ignore[no-any-return]
+    rows, given = _rows(plains)
+    del plains  # (their values are the rows' now)
+    records: list[Any] = made.validate_python(rows)
+    _finish(records, given)
+    return records

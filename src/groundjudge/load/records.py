@@ -7,8 +7,9 @@ file are collected (up to a cap) so one run shows the user everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,7 +130,7 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
             yield line, InputProblem(str(path), line, None, TOO_DEEP)
 
 
-BATCH = 4096  # lines validated together: one call into pydantic-core per batch, not per line
+BATCH_BYTES = 1 << 17  # bytes of lines validated together: one call per batch, not per line
 
 
 @cache
@@ -137,41 +138,62 @@ def _list_of(model: type[M]) -> TypeAdapter[list[M]]:
     return TypeAdapter(list[model])  # type: ignore[valid-type]
 
 
-def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
-    """Every line parsed and validated a batch of lines at a time (the lines of a batch joined
-    into one JSON array, so the records come out in one call): by msgspec when every line of
-    the batch is of the contract's plain shape (:mod:`groundjudge.load.plain`), else by
-    pydantic-core against the contract's own schema; None at the first batch with a bad line,
-    so that the careful path below reads the file again and names every problem the same way
-    as always.
+def _batch_records(model: type[M], lines: bytes) -> list[M] | None:
+    """The records of ``lines`` (a JSON array): by msgspec when every one is of the contract's
+    plain shape (:mod:`groundjudge.load.plain`), else by pydantic-core against the contract's
+    own schema; None when a record is bad, or a number is NaN or Infinity (pydantic reads them
+    as floats: the careful path names the field)."""
+    made = plain_records(model, lines)  # (msgspec refuses NaN and Infinity itself)
+    if made is not None:
+        return made
+    if b"NaN" in lines or b"Infinity" in lines:
+        return None
+    try:
+        return _list_of(model).validate_json(lines)
+    except ValidationError:
+        return None
 
-    It reads the file's bytes: pydantic-core parses UTF-8 itself (invalid UTF-8 fails the
-    batch), so the text is never decoded to Python and encoded again. A ``\n`` byte is a
-    line break and nothing else in UTF-8, so the lines and their numbers are those of
-    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. A line that is blank only by
-    Unicode's reckoning (not ASCII's) is kept here and fails the batch: the careful path
-    skips it, as always."""
+
+def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
+    """Every line parsed and validated a batch of lines at a time (the lines of a batch made
+    one JSON array, so the records come out in one call: :func:`_batch_records`); None at the
+    first batch with a bad line, so that the careful path below reads the file again and names
+    every problem the same way as always.
+
+    It reads the file's bytes: msgspec and pydantic-core parse UTF-8 themselves (invalid UTF-8
+    fails the batch), so the text is never decoded to Python and encoded again. A ``\n`` byte
+    is a line break and nothing else in UTF-8, so the lines and their numbers are those of
+    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. A batch's line breaks become the
+    array's commas in one pass; when that array does not hold one record per line (a blank
+    line in the batch, or a line of two records), the batch's non-blank lines are joined one by
+    one instead. A line that is blank only by Unicode's reckoning (not ASCII's) fails the batch:
+    the careful path skips it, as always."""
     try:
         data = path.read_bytes()
     except OSError:
         return None  # the careful path names the problem
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    stop = len(data)
+    while stop > start and data[stop - 1] in b" \t\r\n\x0b\x0c":  # (blank lines at the end)
+        stop -= 1
+    view = memoryview(data)
     records: list[tuple[int, M]] = []
-    numbered = [(lineno, raw) for lineno, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
-    adapter = _list_of(model)
-    for start in range(0, len(numbered), BATCH):
-        batch = numbered[start:start + BATCH]
-        lines = b"[" + b",".join(raw for _, raw in batch) + b"]"
-        if b"NaN" in lines or b"Infinity" in lines:  # (in a line of the batch: a comma joins none)
-            return None  # pydantic reads them as floats: the careful path names the field
-        made = plain_records(model, lines)
-        if made is None:
-            try:
-                made = adapter.validate_json(lines)
-            except ValidationError:
+    line = 1
+    while start < stop:
+        end = data.find(b"\n", start + BATCH_BYTES, stop)
+        end = stop if end < 0 else end
+        count = data.count(b"\n", start, end) + 1
+        numbers: Sequence[int] = range(line, line + count)
+        made = _batch_records(model, b"".join((b"[", view[start:end], b"]")).replace(b"\n", b","))
+        if made is None or len(made) != count:
+            numbered = [(n, raw) for n, raw in zip(numbers, data[start:end].split(b"\n"), strict=True) if raw.strip()]
+            numbers = [n for n, _ in numbered]
+            made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
+            if made is None or len(made) != len(numbers):
                 return None
-        records.extend(zip((lineno for lineno, _ in batch), made, strict=True))
+        records.extend(zip(numbers, made, strict=True))
+        line += count
+        start = end + 1
     return records or None
 
 
@@ -236,7 +258,11 @@ def _checked_records(path: Path, objects: Iterable[tuple[int, object | InputProb
 def index_unique(path: str | Path, records: list[tuple[int, M]], key: Callable[[M], str], field: str,
                  what: str) -> tuple[dict[str, M], dict[str, int], list[InputProblem]]:
     """Records by id, each id's line, and a problem for every repeated id (the first one wins)."""
-    by_id: dict[str, M] = {}
+    ids = list(map(key, map(itemgetter(1), records)))
+    by_id: dict[str, M] = dict(zip(ids, map(itemgetter(1), records), strict=True))
+    if len(by_id) == len(records):  # no id repeated: the maps as they are
+        return by_id, dict(zip(ids, map(itemgetter(0), records), strict=True)), []
+    by_id = {}
     lines: dict[str, int] = {}
     problems: list[InputProblem] = []
     for line, record in records:
