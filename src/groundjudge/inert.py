@@ -62,8 +62,9 @@ _TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
 # underscore at a word's edge (``api_002`` stays as written).
 _ALWAYS_MARKUP = "\\`*[]|~&"
 _MARKUP_AROUND = re.compile(r"(?=[<_])(?:<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_]))")
-# Text that none of ``markdown``'s rules could change: no line break or control, no markup
-# character, no ``<`` or ``_`` (most values of a report); then ``_LINE_START`` must not match.
+# The characters some rule of ``markdown`` changes: line breaks and controls, markup, ``<`` and
+# ``_`` (text with none, most values of a report, can only be changed by ``_LINE_START``); and
+# those of them that are markup (a line break or control is shown on one line first).
 _MARKDOWN_CHARS = re.compile(f"[{_CONTROL}\n\t\u2028\u2029\\\\`*\\[\\]|~&<_]")
 _MARKUP_CHARS = frozenset(_ALWAYS_MARKUP + "<_")
 
