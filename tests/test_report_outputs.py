@@ -257,6 +257,38 @@ def test_the_judges_trust_status_comes_first_where_its_findings_are_read(run_dir
     assert "judge untrusted, findings advisory" in cases  # beside each case's claims
 
 
+@pytest.mark.parametrize("top", [0, 1, 3, 1000])
+def test_top_failed_cases_are_the_first_rows_of_every_failed_pair_sorted(run_dir, top):
+    """report.md's Top failed cases: the first ``top`` of every pair that went wrong somewhere,
+    sorted by stage, most failed checks, config and case, and the count of the rest, as a full
+    sort of every pair's stage (found per pair, with its claims' classes) gives them."""
+    from groundjudge.inert import markdown, markdown_code
+    from groundjudge.metrics.failures import DESCRIPTIONS, STAGE_ORDER, deterministic_failures, failure_stage
+    from groundjudge.report.document import ReportDocument
+    from groundjudge.report.markdown import render_markdown
+
+    doc = ReportDocument.model_validate_json((run_dir / "out" / "report.json").read_text())
+    rows = []
+    for cfg in doc.configs:
+        for cid, values in doc.per_config[cfg].per_case.items():
+            verdict = doc.judge.case(cfg, cid)
+            stage = failure_stage(values, [c.klass for c in verdict.claims] if verdict is not None else [])
+            if stage:
+                failed = deterministic_failures(values)
+                rows.append((STAGE_ORDER.index(stage), -len(failed), cfg, cid, stage, failed))
+    rows.sort()
+    assert len(rows) > 3 and len({r[4] for r in rows}) > 1  # several stages to order
+    lines = [f"| {markdown_code(cid)} | {markdown(cfg)} | {stage} | "
+             f"{'; '.join(DESCRIPTIONS[f] for f in failed) or 'judge findings only'} |"
+             for *_, cfg, cid, stage, failed in rows[:top]]
+    text = render_markdown(doc, top_failed=top)
+    section = text[text.index("## Top failed cases"):]
+    table = section.split("\n\n")[2].splitlines()[2:]
+    assert table == lines
+    more = f"… and {len(rows) - top} more in report.json."
+    assert (more in section) == (len(rows) > top)
+
+
 def test_history_packs_a_report_without_copying_its_rows(run_dir):
     from groundjudge.history.summary import pack, pack_report, per_case_values
     from groundjudge.report.document import ReportDocument

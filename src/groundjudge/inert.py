@@ -62,9 +62,11 @@ _TERMINAL_LINE = re.compile(f"[{_CONTROL}\n]")
 # underscore at a word's edge (``api_002`` stays as written).
 _ALWAYS_MARKUP = "\\`*[]|~&"
 _MARKUP_AROUND = re.compile(r"(?=[<_])(?:<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_]))")
-# Text that none of ``markdown``'s rules could change: no line break or control, no markup
-# character, no ``<`` or ``_`` (most values of a report); then ``_LINE_START`` must not match.
+# The characters some rule of ``markdown`` changes: line breaks and controls, markup, ``<`` and
+# ``_`` (text with none, most values of a report, can only be changed by ``_LINE_START``); and
+# those of them that are markup (a line break or control is shown on one line first).
 _MARKDOWN_CHARS = re.compile(f"[{_CONTROL}\n\t\u2028\u2029\\\\`*\\[\\]|~&<_]")
+_MARKUP_CHARS = frozenset(_ALWAYS_MARKUP + "<_")
 
 
 def terminal(text: object, *, keep_newlines: bool = False) -> str:
@@ -100,6 +102,10 @@ def _one_line(text: object) -> str:
     return value.replace("\r\n", " ").translate(_ONE_LINE)
 
 
+def _line_start(match: re.Match[str]) -> str:
+    return f"\\{match[1] or match[2]}" if match[1] or match[2] else f"{match[3]}\\{match[4]}"
+
+
 def markdown(text: object) -> str:
     r"""``text`` as literal Markdown text, on one line: safe in a paragraph, a heading, a list
     item or a table cell (a pipe is escaped too).
@@ -108,17 +114,24 @@ def markdown(text: object) -> str:
     '\\<img src=x> !\\[a\\](http://e) \\| \\*b\\* api_002 \\_c\\_ \\<!-- d -->'
     """
     value = str(text)
-    if _MARKDOWN_CHARS.search(value) is None and _LINE_START.match(value) is None:
+    # one pass finds every character a rule could change (most values: none; a long answer: a
+    # few), and only the rules for those run
+    found = _MARKDOWN_CHARS.findall(value)
+    if found:
+        present = set(found)
+        if not present <= _MARKUP_CHARS:  # line breaks or controls, whose shown forms hold a backslash
+            value = _one_line(value)
+            present = set(_MARKDOWN_CHARS.findall(value))
+        # Escaping the unconditional markup first changes no neighbour the conditional rules look
+        # at: it only puts a backslash before a character that is not a letter, digit or ``_``.
+        for ch in _ALWAYS_MARKUP:
+            if ch in present:
+                value = value.replace(ch, "\\" + ch)
+        if "<" in present or "_" in present:
+            value = _MARKUP_AROUND.sub(r"\\\g<0>", value)
+    if _LINE_START.match(value) is None:
         return value
-    # Escaping the unconditional markup first changes no neighbour the conditional rules look
-    # at: it only puts a backslash before a character that is not a letter, digit or ``_``.
-    escaped = _one_line(value)
-    for ch in _ALWAYS_MARKUP:
-        if ch in escaped:
-            escaped = escaped.replace(ch, "\\" + ch)
-    if "<" in escaped or "_" in escaped:
-        escaped = _MARKUP_AROUND.sub(r"\\\g<0>", escaped)
-    return _LINE_START.sub(lambda m: f"\\{m[1] or m[2]}" if m[1] or m[2] else f"{m[3]}\\{m[4]}", escaped)
+    return _LINE_START.sub(_line_start, value)
 
 
 def markdown_code(text: object) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -160,24 +162,15 @@ def render_markdown(doc: MetricsDocument, *, top_failed: int = 15, title: str = 
     out += ["## Top failed cases", "",
             ("Stage: where the case went wrong first (ACL leak, wrong behaviour, retrieval missed, context "
             "dropped, answer unsupported, citation misattributed)."), ""]
-    rows = []
-    for cfg in configs:
-        for cid, values in doc.per_config[cfg].per_case.items():
-            verdict = report.judge.case(cfg, cid) if report is not None else None
-            classes: list[str] = [c.klass for c in verdict.claims] if verdict is not None else []
-            stage = failure_stage(values, classes)
-            if stage:
-                failed = deterministic_failures(values)
-                rows.append((len(failed), cfg, cid, stage, failed))
-    rows.sort(key=lambda r: (STAGE_ORDER.index(r[3]), -r[0], r[1], r[2]))
-    if rows:
+    count, top = _top_failed(doc, report, top_failed)
+    if count:
         out += _table(["case", "config", "stage", "failed checks"],
                       [[markdown_code(cid), markdown(cfg), stage,
                         "; ".join(DESCRIPTIONS[f] for f in failed) or "judge findings only"]
-                       for _, cfg, cid, stage, failed in rows[:top_failed]])
-        if len(rows) > top_failed:
+                       for cfg, cid, stage, failed in top])
+        if count > top_failed:
             where = "report.json" if doc.kind == "groundjudge.report" else "metrics.json"
-            out.append(f"\n… and {len(rows) - top_failed} more in {where}.")
+            out.append(f"\n… and {count - top_failed} more in {where}.")
     else:
         out.append("None.")
     calibration = report.calibration if report is not None else None
@@ -190,6 +183,40 @@ def render_markdown(doc: MetricsDocument, *, top_failed: int = 15, title: str = 
             f"groundjudge {markdown(prov.tool_version)}, commit {markdown(prov.git_commit or 'unknown')}"
             + (" (dirty)" if prov.git_dirty else "") + f", Python {prov.python}.", ""]
     return "\n".join(out)
+
+
+def _top_failed(doc: MetricsDocument, report: ReportDocument | None, n: int,
+                ) -> tuple[int, list[tuple[str, str, str, list[str]]]]:
+    """How many (config, case) pairs went wrong somewhere, and the first ``n`` of them by stage
+    (in pipeline order), then most failed checks, config and case: (config, case, stage, failed
+    checks). A pair's checks are read once; its stage depends on those and its claims' classes
+    alone, so it is found once per distinct pair of them. Only the first ``n`` are kept."""
+    count = 0
+    stages: dict[tuple[tuple[str, ...], tuple[str, ...]], str | None] = {}
+
+    def ranked() -> Iterator[tuple[int, int, str, str]]:
+        nonlocal count
+        for cfg in doc.configs:
+            section = report.judge.per_config.get(cfg) if report is not None else None
+            verdicts = section.cases if section is not None else {}
+            for cid, values in doc.per_config[cfg].per_case.items():
+                verdict = verdicts.get(cid)
+                failed = tuple(deterministic_failures(values))
+                key = (failed, tuple(c.klass for c in verdict.claims) if verdict is not None else ())
+                if key in stages:
+                    stage = stages[key]
+                else:
+                    stage = stages[key] = failure_stage(values, list(key[1]))
+                if stage:
+                    count += 1
+                    yield STAGE_ORDER.index(stage), -len(failed), cfg, cid
+
+    pairs = ranked()
+    top = heapq.nsmallest(n, pairs)
+    for _ in pairs:  # counted to the end (nothing is left unless n is 0)
+        pass
+    return count, [(cfg, cid, STAGE_ORDER[stage], deterministic_failures(doc.per_config[cfg].per_case[cid]))
+                   for stage, _, cfg, cid in top]
 
 
 def _version_lines(doc: MetricsDocument) -> list[str]:
