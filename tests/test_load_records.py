@@ -59,6 +59,26 @@ def test_a_line_of_two_records_is_named_not_read_as_two(tmp_path: Path, monkeypa
     assert "g.jsonl:2: invalid JSON" in str(caught.value)
 
 
+@pytest.mark.parametrize("batch_bytes", [1, 1 << 17])
+@pytest.mark.parametrize("lines", [
+    # a line ending inside a string, whose rest opens the next line; then a line of two records:
+    # three lines and three values when joined, though no line but the second is one value
+    ['{"query_id": "c1", "config_id": "base", "answer": "}', '{", "error": null}',
+     '{"query_id": "c2", "config_id": "base"}, {"query_id": "c3", "config_id": "base"}'],
+    # the same with an array left open at the end of a line
+    ['{"query_id": "c1", "config_id": "base", "versions": {"a": "b"}, "tokens": {"x": 1}, "citations": [{"chunk_id": "d0#1"}',
+     '{"chunk_id": "d1#1"}]}', '{"query_id": "c2", "config_id": "base"}, {"query_id": "c3", "config_id": "base"}'],
+], ids=["string", "array"])
+def test_lines_that_are_one_value_only_when_joined_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           batch_bytes: int, lines: list[str]) -> None:
+    monkeypatch.setattr(records, "BATCH_BYTES", batch_bytes)
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([TRACES[0], *lines, TRACES[4]]) + "\n")
+    with pytest.raises(InputError) as caught:
+        read_records(path, Trace)
+    assert "t.jsonl:2: invalid JSON" in str(caught.value)
+
+
 def test_a_number_the_careful_path_names_is_named_in_any_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(records, "BATCH_BYTES", 100)
     path = tmp_path / "g.jsonl"

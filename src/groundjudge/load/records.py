@@ -13,6 +13,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -131,6 +132,10 @@ def _yaml_objects(path: Path, text: str) -> Iterator[tuple[int, object | InputPr
 
 
 BATCH_BYTES = 1 << 17  # bytes of lines validated together: one call per batch, not per line
+# Reads one JSON value and nothing after it, without making it: each line of a batch must be one
+# whole value before the batch's lines are read as one array, or a line that ends inside a value
+# and a line of two values could pass together as the right number of records.
+_ONE_VALUE = msgspec.json.Decoder(msgspec.Raw)
 
 
 @cache
@@ -163,11 +168,11 @@ def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     It reads the file's bytes: msgspec and pydantic-core parse UTF-8 themselves (invalid UTF-8
     fails the batch), so the text is never decoded to Python and encoded again. A ``\n`` byte
     is a line break and nothing else in UTF-8, so the lines and their numbers are those of
-    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. A batch's line breaks become the
-    array's commas in one pass; when that array does not hold one record per line (a blank
-    line in the batch, or a line of two records), the batch's non-blank lines are joined one by
-    one instead. A line that is blank only by Unicode's reckoning (not ASCII's) fails the batch:
-    the careful path skips it, as always."""
+    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. Each line of a batch is first read as
+    one JSON value on its own (msgspec checks it and makes nothing), so every record comes from
+    one line; then the batch's line breaks become the array's commas in one pass, or, when the
+    batch holds a blank line, its other lines are joined one by one. A line that is blank only
+    by Unicode's reckoning (not ASCII's) fails the batch: the careful path skips it, as always."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -184,9 +189,16 @@ def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
         end = stop if end < 0 else end
         count = data.count(b"\n", start, end) + 1
         numbers: Sequence[int] = range(line, line + count)
+        lines = data[start:end].split(b"\n")
+        try:
+            for raw in lines:
+                if raw.strip():
+                    _ONE_VALUE.decode(raw)
+        except (msgspec.DecodeError, RecursionError):  # (msgspec recurses into nested values)
+            return None  # not one JSON value on a line, or one nested too deep: the careful path names it
         made = _batch_records(model, b"".join((b"[", view[start:end], b"]")).replace(b"\n", b","))
         if made is None or len(made) != count:
-            numbered = [(n, raw) for n, raw in zip(numbers, data[start:end].split(b"\n"), strict=True) if raw.strip()]
+            numbered = [(n, raw) for n, raw in zip(numbers, lines, strict=True) if raw.strip()]
             numbers = [n for n, _ in numbered]
             made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
             if made is None or len(made) != len(numbers):
