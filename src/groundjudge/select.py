@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from groundjudge.contracts import Trace
 from groundjudge.judge.item import JudgeItem
 from groundjudge.load.dataset import Dataset
-from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
 
@@ -115,17 +114,13 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
     # pairs that share a reason hold the same (immutable) string
     failed_because: dict[tuple[str, ...], str] = {}
     changed_because = f"answer or context changed since {baseline}"
-    scored_by_config = _scored_by_config(metrics)
-    base_traces = dataset.traces.get(baseline, {}) if baseline else {}
     for config_id in configs:
-        traces = dataset.traces.get(config_id, {})
-        scored_cases = scored_by_config.get(config_id, {})
         compare = bool(baseline) and config_id != baseline
         for case_id in dataset.cases:
-            trace = traces.get(case_id, {}).get(0)  # as ``dataset.trace``: the case's own question
+            trace = dataset.trace(config_id, case_id)
             if trace is None:
                 continue
-            scored = scored_cases.get(case_id)
+            scored = metrics.case(config_id, case_id)
 
             def skip(reason: str, cid: str = case_id, cfg: str = config_id) -> None:
                 skipped.append(Selection(cid, cfg, False, reason, 3, None))
@@ -155,7 +150,7 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
                 skip("smoke: outside the stratified sample")
                 continue
             failures = tuple(deterministic_failures(scored.values)) if scored else ()
-            base = base_traces.get(case_id, {}).get(0) if compare else None
+            base = dataset.trace(baseline, case_id) if compare and baseline else None
             if failures:
                 if failures not in failed_because:
                     failed_because[failures] = "deterministic failure: " + ", ".join(failures)
@@ -172,16 +167,6 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
         skipped += [Selection(s.case_id, s.config_id, False, f"budget: max_cases {settings.max_cases}", s.priority, None)
                     for s in over]
     return chosen + skipped
-
-
-def _scored_by_config(metrics: MetricsRun) -> dict[str, dict[str, CaseMetrics]]:
-    """Each case's metrics by config and case id, as ``MetricsRun.case`` finds them; made for
-    this selection alone, so that no index of every pair outlives it."""
-    out: dict[str, dict[str, CaseMetrics]] = {}
-    for section in metrics.configs.values():
-        for scored in section.cases:
-            out.setdefault(scored.config_id, {})[scored.case_id] = scored
-    return out
 
 
 def _budget_order(chosen: list[Selection], gated: set[str]) -> list[Selection]:

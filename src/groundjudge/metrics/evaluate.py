@@ -47,7 +47,7 @@ class MetricsRun:
 
     @cached_property
     def _index(self) -> dict[tuple[str, str], CaseMetrics]:
-        # made on the first lookup: a caller that looks up many pairs does not scan for each
+        # Selection looks up every (config, case): a dict, not a scan, keeps it linear in cases.
         return {(c.config_id, c.case_id): c for cfg in self.configs.values() for c in cfg.cases}
 
     def case(self, config_id: str, case_id: str) -> CaseMetrics | None:

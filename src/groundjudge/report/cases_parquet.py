@@ -45,37 +45,20 @@ def cases_table(metrics: MetricsRun, judge: JudgeRun | None = None) -> pa.Table:
 
 
 def _judge_columns(judge: JudgeRun, cases: list[CaseJudgement | None]) -> list[tuple[str, pa.Array]]:
-    # one pass over the cases, each case's fields read once
-    found: list[list[Any]] = [[] for _ in _JUDGE_FIELDS]
-    status, reason, because, source, claims, model_reason = found
-    # per criterion: its labels, values and confidences
-    criteria: list[tuple[str, list[Any], list[Any], list[Any]]] = [(crit.name, [], [], []) for crit in judge.criteria]
-    for c in cases:
-        if c is None:
-            for column in found:
-                column.append(None)
-            for _, labels, values, confidences in criteria:
-                labels.append(None)
-                values.append(None)
-                confidences.append(None)
-            continue
-        status.append(c.status)
-        reason.append(c.reason)
-        because.append(c.selected_because)
-        source.append(c.source)
-        claims.append(len(c.claims) if c.status == "judged" else None)
-        model_reason.append(c.judge_reason)
-        for name, labels, values, confidences in criteria:
-            v = c.criteria.get(name)
-            labels.append(None if v is None else v.label)
-            values.append(None if v is None else v.value)
-            confidences.append(None if v is None else v.confidence)
+    def column(read: Any) -> list[Any]:
+        return [None if c is None else read(c) for c in cases]
+
+    found = [column(lambda c: c.status), column(lambda c: c.reason), column(lambda c: c.selected_because),
+             column(lambda c: c.source), column(lambda c: len(c.claims) if c.status == "judged" else None),
+             column(lambda c: c.judge_reason)]
     out = [(name, pa.array(values, type=kind)) for (name, kind), values in zip(_JUDGE_FIELDS, found, strict=True)]
-    for crit, (_, labels, values, confidences) in zip(judge.criteria, criteria, strict=True):
+    for crit in judge.criteria:
+        values = [None if c is None else c.criteria.get(crit.name) for c in cases]
         label_type = pa.bool_() if crit.kind == "binary" else pa.int64()
-        out.append((crit.name, pa.array(labels, type=label_type)))
-        out.append((crit.metric, pa.array(values, type=pa.float64())))
-        out.append((f"{crit.name}_confidence", pa.array(confidences, type=pa.float64())))
+        out.append((crit.name, pa.array([None if v is None else v.label for v in values], type=label_type)))
+        out.append((crit.metric, pa.array([None if v is None else v.value for v in values], type=pa.float64())))
+        out.append((f"{crit.name}_confidence",
+                    pa.array([None if v is None else v.confidence for v in values], type=pa.float64())))
     return out
 
 

@@ -197,10 +197,8 @@ def _top_failed(doc: MetricsDocument, report: ReportDocument | None, n: int,
     def ranked() -> Iterator[tuple[int, int, str, str]]:
         nonlocal count
         for cfg in doc.configs:
-            section = report.judge.per_config.get(cfg) if report is not None else None
-            verdicts = section.cases if section is not None else {}
             for cid, values in doc.per_config[cfg].per_case.items():
-                verdict = verdicts.get(cid)
+                verdict = report.judge.case(cfg, cid) if report is not None else None
                 failed = tuple(deterministic_failures(values))
                 key = (failed, tuple(c.klass for c in verdict.claims) if verdict is not None else ())
                 if key in stages:
