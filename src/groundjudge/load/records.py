@@ -7,7 +7,7 @@ file are collected (up to a cap) so one run shows the user everything to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from operator import itemgetter
 from pathlib import Path
@@ -168,43 +168,33 @@ def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     It reads the file's bytes: msgspec and pydantic-core parse UTF-8 themselves (invalid UTF-8
     fails the batch), so the text is never decoded to Python and encoded again. A ``\n`` byte
     is a line break and nothing else in UTF-8, so the lines and their numbers are those of
-    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. Each line of a batch is first read as
-    one JSON value on its own (msgspec checks it and makes nothing), so every record comes from
-    one line; then the batch's line breaks become the array's commas in one pass, or, when the
-    batch holds a blank line, its other lines are joined one by one. A line that is blank only
-    by Unicode's reckoning (not ASCII's) fails the batch: the careful path skips it, as always."""
+    ``jsonl_lines``; a trailing ``\r`` is JSON whitespace. A batch is about ``BATCH_BYTES`` of
+    whole lines; each of its non-blank lines is first read as one JSON value on its own
+    (msgspec checks it and makes nothing), so every record comes from one line. A line that is
+    blank only by Unicode's reckoning (not ASCII's) fails the batch: the careful path skips it,
+    as always."""
     try:
         data = path.read_bytes()
     except OSError:
         return None  # the careful path names the problem
     start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    stop = len(data)
-    while stop > start and data[stop - 1] in b" \t\r\n\x0b\x0c":  # (blank lines at the end)
-        stop -= 1
-    view = memoryview(data)
     records: list[tuple[int, M]] = []
     line = 1
-    while start < stop:
-        end = data.find(b"\n", start + BATCH_BYTES, stop)
-        end = stop if end < 0 else end
-        count = data.count(b"\n", start, end) + 1
-        numbers: Sequence[int] = range(line, line + count)
+    while start < len(data):
+        end = data.find(b"\n", start + BATCH_BYTES)
+        end = len(data) if end < 0 else end
         lines = data[start:end].split(b"\n")
+        numbered = [(number, raw) for number, raw in enumerate(lines, line) if raw.strip()]
         try:
-            for raw in lines:
-                if raw.strip():
-                    _ONE_VALUE.decode(raw)
+            for _, raw in numbered:
+                _ONE_VALUE.decode(raw)
         except (msgspec.DecodeError, RecursionError):  # (msgspec recurses into nested values)
             return None  # not one JSON value on a line, or one nested too deep: the careful path names it
-        made = _batch_records(model, b"".join((b"[", view[start:end], b"]")).replace(b"\n", b","))
-        if made is None or len(made) != count:
-            numbered = [(n, raw) for n, raw in zip(numbers, lines, strict=True) if raw.strip()]
-            numbers = [n for n, _ in numbered]
-            made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
-            if made is None or len(made) != len(numbers):
-                return None
-        records.extend(zip(numbers, made, strict=True))
-        line += count
+        made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
+        if made is None or len(made) != len(numbered):
+            return None
+        records.extend(zip((number for number, _ in numbered), made, strict=True))
+        line += len(lines)
         start = end + 1
     return records or None
 
