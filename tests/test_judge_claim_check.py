@@ -12,18 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.claim_check import read_answer
 from groundjudge.judge.client import ClientSettings, JudgeClient
 from groundjudge.judge.engine import JudgeEngine, prefix_order
 from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.rubric import load_rubric
 from groundjudge.judge.verdict import VerdictError
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = load_rubric(ROOT / "rubrics", "claim_check", 1)  # the question mechanics; v2 adds grounding (test_judge_grounding.py)
+VERDICT: TypeAdapter[CaseJudgement] = TypeAdapter(CaseJudgement)  # writes a verdict as report.json does
 SPEC = RUBRIC.claim_questions
 assert SPEC is not None
 
@@ -335,7 +338,7 @@ def test_question_key_is_the_hash_of_the_canonical_json_document() -> None:
 # --- the case memo: a re-run reads one entry per unchanged case -------------------------------
 
 def _content(case: Any) -> dict[str, Any]:
-    return case.model_dump(exclude={"seconds", "usage", "source"})
+    return VERDICT.dump_python(case, exclude={"seconds", "usage", "source"})
 
 
 def test_a_rerun_reads_an_unchanged_case_from_its_memo_with_the_same_verdict(tmp_path: Path) -> None:

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from groundjudge import api
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings
 from groundjudge.judge.render import JudgeItem
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.judge.rubric import Rubric, load_rubric, read_lock
 from groundjudge.metrics.evaluate import evaluate_dataset
 from tests.support.engine_run import judge_items
@@ -47,7 +49,8 @@ def judge(rubric: Rubric, items: list[JudgeItem], srv: ScriptedOpenAIServer, cac
 
 
 def canonical(results: list[Any]) -> list[dict[str, Any]]:
-    return [r.model_dump(mode="json", by_alias=True, exclude={"source", "seconds", "usage", "cache_key", "raw"})
+    return [TypeAdapter(CaseJudgement).dump_python(r, mode="json", by_alias=True,
+                                                   exclude={"source", "seconds", "usage", "cache_key", "raw"})
             for r in results]
 
 

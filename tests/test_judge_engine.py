@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from groundjudge.judge.cache import JudgeCache
 from groundjudge.judge.client import ClientSettings, JudgeClient
@@ -24,6 +25,7 @@ from tests.support.openai_server import Disconnect, Hang, HTTPError, Reply, Scri
 
 ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = load_rubric(ROOT / "rubrics", "grounded_answer")
+VERDICT: TypeAdapter[CaseJudgement] = TypeAdapter(CaseJudgement)  # reads and writes a verdict as report.json does
 
 
 def run_engine(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, concurrency: int = 1,
@@ -75,7 +77,7 @@ def test_all_judged_with_one_call_per_item(tmp_path: Path) -> None:
         assert (o.label("faithful"), o.label("citations_supported"), o.label("correct")) == (False, True, 3)
     assert engine.totals.usage.requests == 3 and engine.totals.done == 3 and engine.totals.errors == 0
     assert engine.totals.mode == "json_schema" and engine.totals.stopped is None
-    record = outcomes[0].model_dump(by_alias=True)
+    record = VERDICT.dump_python(outcomes[0], by_alias=True)
     assert [c["class"] for c in record["claims"]] == ["cited_support", "unsupported"]
 
 
@@ -327,7 +329,7 @@ def test_the_cached_pass_stays_in_one_process_with_every_outcome(tmp_path: Path,
             outcomes = asyncio.run(engine.run(items, [f"why {n}" for n in range(len(items))]))
         finally:
             run_cache.close()
-        dumped = [o.model_dump(by_alias=True, exclude={"seconds"}) for o in outcomes]
+        dumped = [VERDICT.dump_python(o, by_alias=True, exclude={"seconds"}) for o in outcomes]
         return dumped, engine.totals.__dict__, (run_cache.hits, run_cache.misses), seen
 
     alone = judged("1")
@@ -345,7 +347,7 @@ def test_the_cached_pass_stays_in_one_process_with_every_outcome(tmp_path: Path,
 
 def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) -> None:
     """Cached verdicts equal and dump as a verdict made from their fields; a copy is a new record."""
-    from pydantic import ValidationError
+    import msgspec
 
     from groundjudge.judge.cache import CachedReply
 
@@ -360,14 +362,17 @@ def test_verdicts_from_the_cache_stay_frozen_and_dump_as_made(tmp_path: Path) ->
     finally:
         cache.close()
     first, second = outcomes[0], outcomes[1]
-    fresh = CaseJudgement(**{name: getattr(first, name) for name in first.model_fields_set})
-    assert fresh.model_fields_set == first.model_fields_set and fresh == first
-    assert fresh.model_dump(by_alias=True) == first.model_dump(by_alias=True)
-    copied = first.model_copy(update={"judge_reason": "changed"})
-    assert copied.judge_reason == "changed" and first.judge_reason != "changed"
-    assert second.model_fields_set is first.model_fields_set and "judge_reason" in first.model_fields_set
-    with pytest.raises(ValidationError):
+    fresh = CaseJudgement(**msgspec.structs.asdict(first))
+    assert fresh == first and fresh is not first and hash(fresh) == hash(first)
+    assert VERDICT.dump_python(fresh, by_alias=True) == VERDICT.dump_python(first, by_alias=True)
+    assert VERDICT.dump_json(fresh) == VERDICT.dump_json(first)
+    copied = first.replaced(judge_reason="changed")
+    assert copied.judge_reason == "changed" and first.judge_reason != "changed" and second.judge_reason != "changed"
+    assert copied.criteria is first.criteria and copied.claims is first.claims  # read-only parts are shared
+    with pytest.raises(AttributeError):
         first.judge_reason = "no"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="carries a reason and no scores"):  # a copy is checked as a new verdict
+        first.replaced(status="skipped", reason="decided")
 
 
 def test_a_verdicts_criteria_claims_and_nuggets_cannot_be_changed_and_equal_ones_are_shared() -> None:
@@ -392,37 +397,77 @@ def test_a_verdicts_criteria_claims_and_nuggets_cannot_be_changed_and_equal_ones
         with pytest.raises((TypeError, AttributeError)):
             change()
     assert made[1].criteria == {"faithful": true, "cited": half} and len(made[1].claims) == 1
-    dumped = first.model_dump(mode="json", by_alias=True)
+    dumped = VERDICT.dump_python(first, mode="json", by_alias=True)
     assert dumped["criteria"] == {"faithful": {"label": True, "value": 1.0, "confidence": None},
                                   "cited": {"label": False, "value": 0.5, "confidence": None}}
     assert dumped["claims"][0]["class"] == "cited_support" and isinstance(dumped["nuggets"], list)
-    assert CaseJudgement.model_validate_json(first.model_dump_json(by_alias=True)) == first
+    assert VERDICT.validate_json(VERDICT.dump_json(first, by_alias=True)) == first
 
 
-def test_verdicts_share_one_unchangeable_set_of_the_field_names_they_were_given() -> None:
-    """Records the judge stage builds are validated as any record, and those given the same
-    fields share one set of their names, which refuses every change; they still refuse a score
-    without a judgement and dump as given, and a copy's set names what the update gave."""
+def test_a_verdict_is_a_frozen_record_checked_as_it_is_built_and_read_back_field_by_field() -> None:
+    """A verdict the judge stage builds takes its values as they were made (a claim is held as it
+    is) and checks what ties them together: a case not judged carries a reason and no scores, its
+    status and source are known ones. Read back from a dict or JSON (report.json), every field is
+    validated and the same checks hold, with pydantic's errors; it dumps as given."""
+    from pydantic import ValidationError
+
     from groundjudge.judge.claim_result import ClaimResult
+    from groundjudge.judge.results import NO_USAGE
 
     claim = ClaimResult.built(claim="Leave is 25 days.", cited=["c1"], verdict="supported", klass="cited_support")
     made = [CaseJudgement.built(case_id=f"q{n}", config_id="base", status="judged", claims=[claim]) for n in range(2)]
-    given = {"case_id", "config_id", "status", "claims"}
-    assert made[0].model_fields_set is made[1].model_fields_set and made[0].model_fields_set == given
-    with pytest.raises(TypeError, match="cannot change"):
-        made[0].model_fields_set.add("raw")
     with pytest.raises(AttributeError):  # a claim is a frozen struct: nothing of it changes
         claim.verdict = "unsupported"  # type: ignore[misc]
-    assert claim.cited == ("c1",) and made[0].claims[0] is claim
-    assert CaseJudgement.model_validate(made[0].model_dump(by_alias=True)) == made[0]
-    assert made[0].model_dump(exclude_unset=True).keys() == given
+    with pytest.raises(AttributeError):  # nor of a verdict
+        made[0].status = "skipped"  # type: ignore[misc]
+    assert claim.cited == ("c1",) and made[0].claims[0] is claim and made[0].usage is NO_USAGE
+    assert VERDICT.validate_python(VERDICT.dump_python(made[0], by_alias=True)) == made[0]
+    assert VERDICT.validate_python(made[0]) is made[0]  # a verdict given is taken as it is
+    assert VERDICT.dump_python(made[0], exclude_defaults=True).keys() == {"case_id", "config_id", "status", "claims"}
     with pytest.raises(ValueError, match="carries a reason and no scores"):
         CaseJudgement.built(case_id="q", config_id="base", status="skipped")
     with pytest.raises(ValueError, match="carries a reason and no scores"):
         CaseJudgement.built(case_id="q", config_id="base", status="judge_error", reason="down", claims=[claim])
-    copied = made[0].model_copy(update={"judge_reason": "changed"})
-    assert copied.judge_reason == "changed" and made[0].judge_reason is None
-    assert copied.model_fields_set == {*given, "judge_reason"} and made[0].model_fields_set == given
+    with pytest.raises(ValueError, match="carries a reason and no scores"):
+        CaseJudgement(case_id="q", config_id="base", status="skipped", reason="")
+    with pytest.raises(ValueError, match="status 'done' is not one of"):
+        CaseJudgement(case_id="q", config_id="base", status="done")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="source 'memo' is not"):
+        CaseJudgement(case_id="q", config_id="base", status="judged", source="memo")  # type: ignore[arg-type]
+    for bad, where, what in (({"status": "skipped"}, (), "carries a reason and no scores"),
+                             ({"status": "done"}, ("status",), "Input should be"),
+                             ({"seconds": "soon"}, ("seconds",), "valid number"),
+                             ({"claims": [{"claim": "x"}]}, ("claims", 0, "verdict"), "Field required"),
+                             ({"colour": "red"}, ("colour",), "Extra inputs are not permitted")):
+        for read in (VERDICT.validate_python, lambda value: VERDICT.validate_json(json.dumps(value))):
+            with pytest.raises(ValidationError) as caught:
+                read({"case_id": "q", "config_id": "base", "status": "judged", **bad})
+            error = caught.value.errors()[0]
+            assert error["loc"] == where and what in error["msg"], (bad, error)
+    copied = made[0].replaced(judge_reason="changed")
+    assert copied.judge_reason == "changed" and made[0].judge_reason is None and copied.claims is made[0].claims
+
+
+def test_the_published_schema_of_a_verdict_is_the_one_it_always_had() -> None:
+    """report.json's schema gives a verdict the fields, defaults and rule (a case not judged
+    carries a reason and no scores) it had as a pydantic model; documents it accepts read back."""
+    import jsonschema
+
+    from groundjudge.report.document import ReportDocument
+
+    schema = ReportDocument.model_json_schema(by_alias=True)
+    verdict = schema["$defs"]["CaseJudgement"]
+    assert verdict["title"] == "CaseJudgement" and verdict["additionalProperties"] is False
+    assert verdict["required"] == ["case_id", "config_id", "status"]
+    assert list(verdict["properties"]) == list(CaseJudgement.__struct_fields__)
+    assert verdict["properties"]["claims"] == {"default": [], "items": {"$ref": "#/$defs/ClaimResult"},
+                                               "title": "Claims", "type": "array"}
+    assert verdict["properties"]["seconds"] == {"default": 0.0, "title": "Seconds", "type": "number"}
+    assert verdict["if"] == {"properties": {"status": {"enum": ["judge_error", "skipped"]}}}
+    check = jsonschema.Draft202012Validator({**verdict, "$defs": schema["$defs"]})
+    made = CaseJudgement(case_id="q", config_id="base", status="judge_error", reason="down")
+    assert not list(check.iter_errors(VERDICT.dump_python(made, mode="json")))
+    assert list(check.iter_errors({"case_id": "q", "config_id": "base", "status": "skipped"}))
 
 
 def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path) -> None:
@@ -455,8 +500,8 @@ def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path
         result = looked[n][0]
         assert result is not None
         expected = alone[n].result(f"why {n}")  # type: ignore[union-attr]
-        assert result.model_dump(by_alias=True, exclude={"seconds"}) == expected.model_dump(by_alias=True,
-                                                                                             exclude={"seconds"})
+        assert VERDICT.dump_python(result, by_alias=True, exclude={"seconds"}) == VERDICT.dump_python(
+            expected, by_alias=True, exclude={"seconds"})
     assert [looked[n][2] is not None for n in range(len(items))] == [n not in settled and n != 7
                                                                      for n in range(len(items))]
     assert all(alone[n].reason.startswith("invalid verdict (cached reply)")  # type: ignore[union-attr]
@@ -497,7 +542,7 @@ def test_the_cached_batch_and_the_item_path_give_the_same_results(tmp_path: Path
     for n, (result, key, _) in enumerate(batch):
         assert key == engine.key(items[n])
         if result is not None:
-            assert result.model_dump() == one_by_one[n].result(why[n]).model_dump(), n
+            assert VERDICT.dump_python(result) == VERDICT.dump_python(one_by_one[n].result(why[n])), n
             claim = result.claims[0]
             assert claim.support is claim.cited if n % 3 != 1 else claim.support != claim.cited
     assert (engine.totals.cache_hits, engine.totals.done) == (len(items) - len(broken),) * 2

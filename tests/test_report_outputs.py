@@ -406,6 +406,8 @@ def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> No
     fields, errors and skipped cases, across slice boundaries."""
     import math
 
+    from pydantic import TypeAdapter
+
     from groundjudge.files import compact_json
     from groundjudge.judge.claim_result import ClaimResult
     from groundjudge.judge.results import CaseJudgement, CriterionValue, Usage
@@ -433,6 +435,10 @@ def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> No
         entries = document._Entries(chosen, document._verdicts, document._verdicts_json)
         values = dict(zip(chosen, document._verdicts(list(chosen.values())), strict=True))
         assert b"".join(json_chunks({"cases": entries})) == compact_json({"cases": values})
+        # written as their fields, the verdicts are what pydantic writes for each verdict itself
+        each = TypeAdapter(dict[str, CaseJudgement])
+        assert document._verdicts_json(chosen) == each.dump_json(chosen, by_alias=True)
+        assert compact_json(values) == compact_json(each.dump_python(chosen, mode="json", by_alias=True))
 
 
 def test_compare_shows_the_judge_beside_the_deterministic_metrics_and_can_fail_on_a_regression(run_dir, tmp_path):

@@ -20,7 +20,7 @@ from groundjudge.judge.cache import CachedReply
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.pending import NO_USAGE, Pending, judged_cases
+from groundjudge.judge.pending import NO_USAGE, Pending
 from groundjudge.judge.render import render_messages
 from groundjudge.judge.results import CaseJudgement, CriterionValue
 from groundjudge.judge.scoring import criterion_values
@@ -61,10 +61,11 @@ class OneCallJson:
                     selected_because: Sequence[str | None]) -> list[CaseJudgement | None]:
         """Each item judged from a valid cached reply, without the event loop; else None (no
         entry, or one that needs a repair or a new call: :meth:`run_item` handles those). The
-        replies are read together (``verdict.read_replies``) and the results validated together."""
+        replies are read together (``verdict.read_replies``); each valid one is parsed and
+        checked (``parse_verdict``, ``criterion_values``) and its result built from those values."""
         read = iter(read_replies([cached.raw for cached in found if cached is not None]))
-        judged: list[dict[str, Any]] = []
-        at: list[int] = []
+        out: list[CaseJudgement | None] = [None] * len(items)
+        settled = 0
         for i, (item, key, cached) in enumerate(zip(items, keys, found, strict=True)):
             if cached is None:
                 continue
@@ -72,16 +73,12 @@ class OneCallJson:
                 claims, values, reason = self._judged(item, cached.raw, next(read))
             except VerdictError:
                 continue
-            judged.append({
-                "case_id": item.case_id, "config_id": item.config_id, "status": "judged", "reason": None,
-                "selected_because": selected_because[i], "source": "cache", "criteria": values, "claims": claims,
-                "nuggets": (), "judge_reason": reason, "usage": NO_USAGE, "seconds": 0.0, "cache_key": key,
-                "raw": cached.raw})
-            at.append(i)
-        out: list[CaseJudgement | None] = [None] * len(items)
-        for i, result in zip(at, judged_cases(judged), strict=True):
-            out[i] = result
-        self.engine.settled_from_cache(len(at))
+            out[i] = CaseJudgement(case_id=item.case_id, config_id=item.config_id, status="judged",
+                                   selected_because=selected_because[i], source="cache", criteria=values,
+                                   claims=tuple(claims), judge_reason=reason, usage=NO_USAGE, cache_key=key,
+                                   raw=cached.raw)
+            settled += 1
+        self.engine.settled_from_cache(settled)
         return out
 
     async def run(self, items: Sequence[JudgeItem], looked_up: Sequence[tuple[str, CachedReply | None]],

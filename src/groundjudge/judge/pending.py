@@ -11,15 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import TypeAdapter
-
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.item import JudgeItem
-from groundjudge.judge.results import CaseJudgement, CriterionValue, NuggetResult, Status, Usage
+from groundjudge.judge.results import NO_USAGE, CaseJudgement, CriterionValue, NuggetResult, Status, Usage
 
-__all__ = ["NO_USAGE", "NotSent", "Pending", "judged_cases", "shared_values"]
-
-NO_USAGE = Usage()  # what a cache hit cost: frozen, one for every such item
+__all__ = ["NO_USAGE", "NotSent", "Pending", "shared_values"]
 
 
 @dataclass(slots=True)
@@ -41,32 +37,22 @@ class Pending:
     seconds: float = 0.0
 
     def result(self, selected_because: str | None = None) -> CaseJudgement:
-        return CaseJudgement.built(**self._fields(selected_because))
+        """The frozen result; its values were made and checked by the protocol that filled it,
+        and the result checks what ties them together (``CaseJudgement``)."""
+        judged = self.status == "judged"
+        return CaseJudgement(
+            case_id=self.item.case_id, config_id=self.item.config_id, status=self.status,
+            reason=None if judged else self.reason, selected_because=selected_because, source=self.source,
+            criteria=self.criteria if judged else {}, claims=tuple(self.claims) if judged else (),
+            nuggets=tuple(self.nuggets) if judged else (), judge_reason=self.judge_reason if judged else None,
+            usage=self.usage,
+            # an item that took no time (a cache hit) holds the one 0.0, not a float of its own
+            seconds=round(self.seconds, 3) if self.seconds else 0.0, cache_key=self.cache_key, raw=self.raw)
 
     @staticmethod
     def results(pending: Sequence[Pending], selected_because: Sequence[str | None]) -> list[CaseJudgement]:
-        """:meth:`result` of each, validated together (a nightly run settles thousands at once)."""
-        return judged_cases([p._fields(because) for p, because in zip(pending, selected_because, strict=True)])
-
-    def _fields(self, selected_because: str | None) -> dict[str, Any]:
-        judged = self.status == "judged"
-        return {
-            "case_id": self.item.case_id, "config_id": self.item.config_id, "status": self.status,
-            "reason": None if judged else self.reason, "selected_because": selected_because, "source": self.source,
-            "criteria": self.criteria if judged else {}, "claims": self.claims if judged else [],
-            "nuggets": self.nuggets if judged else [],
-            "judge_reason": self.judge_reason if judged else None, "usage": self.usage,
-            # an item that took no time (a cache hit) holds the one 0.0, not a float of its own
-            "seconds": round(self.seconds, 3) if self.seconds else 0.0, "cache_key": self.cache_key, "raw": self.raw}
-
-
-_RESULTS: TypeAdapter[list[CaseJudgement]] = TypeAdapter(list[CaseJudgement])
-
-
-def judged_cases(fields: list[dict[str, Any]]) -> list[CaseJudgement]:
-    """A case result from each of these fields (every field of ``CaseJudgement``, as
-    :meth:`Pending.result` gives them), validated together."""
-    return _RESULTS.validate_python(fields)
+        """:meth:`result` of each."""
+        return [p.result(because) for p, because in zip(pending, selected_because, strict=True)]
 
 
 class NotSent(Exception):

@@ -8,11 +8,14 @@ does not apply (no claims, no expected answer) is ``None``, never a number.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, NotRequired, Self, get_args
 
+import msgspec
 from frozendict import frozendict
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, GetCoreSchemaHandler, with_config
 from pydantic.config import JsonDict
+from pydantic_core import core_schema
+from typing_extensions import TypedDict
 
 from groundjudge.frozen import Frozen
 from groundjudge.judge.claim_result import ClaimResult
@@ -154,34 +157,116 @@ _NOT_JUDGED_SCHEMA: JsonDict = {
     "then": {"required": ["reason"], "properties": {"reason": {"type": "string", "minLength": 1},
                                                     "criteria": {"maxProperties": 0}, "claims": {"maxItems": 0}}},
 }
+_STATUSES = frozenset(get_args(Status))
+_SOURCES = frozenset((None, "cache", "call"))
+NO_USAGE = Usage()  # what a case that cost nothing holds: frozen, one for every such case
 
 
-class CaseJudgement(_Frozen):
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_NOT_JUDGED_SCHEMA)
+class CaseJudgement(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What the judge made of one case of one config: a frozen msgspec struct.
+
+    A nightly run holds one per (case, config), hundreds of thousands: the judge stage builds
+    them from values its own code made and checked (a parsed verdict's claims and criterion
+    values), so building one checks only what ties the fields together: a status and source of
+    the known ones, and a case that was not judged carries a reason and no scores (a
+    ``ValueError`` otherwise). Given lists are held as tuples, criteria as a read-only mapping
+    (the same one for verdicts with the same value objects). The garbage collector does not
+    track a verdict (nothing it holds refers back to it).
+
+    Pydantic validates a verdict from JSON or a dict field by field (report.json read back:
+    errors name ``cases.q1.status``), takes a verdict given as it is, writes one as the object
+    report.json has always had, and gives it the JSON schema it always had
+    (:data:`VerdictFields`). :func:`verdict_fields` gives the fields to write many verdicts at
+    once through ``TypeAdapter(list[VerdictFields])`` with no Python call per verdict.
+    """
+
     case_id: str
     config_id: str
     status: Status
     reason: str | None = None  # why skipped or errored
     selected_because: str | None = None
     source: Literal["cache", "call"] | None = None
-    criteria: Criteria = Field(default_factory=frozendict)
+    criteria: Mapping[str, CriterionValue] = _NO_CRITERIA
     claims: tuple[ClaimResult, ...] = ()
     nuggets: tuple[NuggetResult, ...] = ()
     judge_reason: str | None = None  # the model's own one-line reason
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     seconds: float = 0.0
     cache_key: str | None = None
     raw: str | None = None
 
-    @model_validator(mode="after")
-    def _no_score_without_a_judgement(self) -> CaseJudgement:
+    def __post_init__(self) -> None:
+        if self.status not in _STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {sorted(_STATUSES)}")
+        if self.source not in _SOURCES:
+            raise ValueError(f"source {self.source!r} is not 'cache', 'call' or None")
         if self.status != "judged" and (self.criteria or self.claims or not self.reason):
             raise ValueError(f"a {self.status} case carries a reason and no scores")
-        return self
+        if type(self.criteria) is not frozendict:
+            msgspec.structs.force_setattr(self, "criteria", _shared_criteria(self.criteria))
+        if type(self.claims) is not tuple:
+            msgspec.structs.force_setattr(self, "claims", tuple(self.claims))
+        if type(self.nuggets) is not tuple:
+            msgspec.structs.force_setattr(self, "nuggets", tuple(self.nuggets))
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """A verdict made by the judge stage's own code (see the class)."""
+        return cls(**values)
+
+    def replaced(self, **values: Any) -> Self:
+        """A copy with these fields changed, checked as a new verdict is."""
+        return type(self)(**{**msgspec.structs.asdict(self), **values})
 
     def label(self, criterion: str) -> Label | None:
         value = self.criteria.get(criterion)
         return None if value is None else value.label
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        fields = handler.generate_schema(VerdictFields)
+
+        def build(values: dict[str, Any]) -> CaseJudgement:
+            return cls(**values)
+
+        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            return value if type(value) is cls else validate(value)
+
+        from_fields = core_schema.no_info_after_validator_function(build, fields)
+        return core_schema.json_or_python_schema(
+            json_schema=from_fields,
+            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
+            serialization=core_schema.wrap_serializer_function_ser_schema(_as_fields, schema=fields))
+
+
+def _as_fields(verdict: CaseJudgement, write: core_schema.SerializerFunctionWrapHandler) -> Any:
+    """A verdict written by pydantic as its fields (``include``, ``exclude`` and the other
+    options of a dump apply to them)."""
+    return write(msgspec.structs.asdict(verdict))
+
+
+verdict_fields = msgspec.structs.asdict  # a verdict's fields by name, in order: what VerdictFields writes
+
+
+# A verdict's fields as pydantic reads and writes them (see CaseJudgement): the same names, types
+# and defaults, and the name report.json's schema has always given them.
+VerdictFields: Any = with_config(ConfigDict(extra="forbid", json_schema_extra=_NOT_JUDGED_SCHEMA))(
+    TypedDict("CaseJudgement", {  # type: ignore[operator]
+        "case_id": str,
+        "config_id": str,
+        "status": Status,
+        "reason": NotRequired[Annotated[str | None, Field(default=None)]],
+        "selected_because": NotRequired[Annotated[str | None, Field(default=None)]],
+        "source": NotRequired[Annotated[Literal["cache", "call"] | None, Field(default=None)]],
+        "criteria": NotRequired[Annotated[Criteria, Field(default_factory=frozendict)]],
+        "claims": NotRequired[Annotated[tuple[ClaimResult, ...], Field(default=())]],
+        "nuggets": NotRequired[Annotated[tuple[NuggetResult, ...], Field(default=())]],
+        "judge_reason": NotRequired[Annotated[str | None, Field(default=None)]],
+        "usage": NotRequired[Annotated[Usage, Field(default_factory=Usage)]],
+        "seconds": NotRequired[Annotated[float, Field(default=0.0)]],
+        "cache_key": NotRequired[Annotated[str | None, Field(default=None)]],
+        "raw": NotRequired[Annotated[str | None, Field(default=None)]],
+    }))
 
 
 class ConfigJudgeSummary(_Frozen):

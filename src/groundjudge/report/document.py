@@ -25,7 +25,7 @@ from groundjudge.calibrate.stability import StabilityCheck
 from groundjudge.contracts import GoldenCase
 from groundjudge.files import compact_json, write_chunks_atomic, write_json_atomic
 from groundjudge.gate import GateReport
-from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun
+from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, VerdictFields, verdict_fields
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
@@ -217,8 +217,10 @@ class _Entries:
 
 
 _SLICE = 1000
-_VERDICTS: TypeAdapter[list[CaseJudgement]] = TypeAdapter(list[CaseJudgement])
-_VERDICTS_BY_CASE: TypeAdapter[dict[str, CaseJudgement]] = TypeAdapter(dict[str, CaseJudgement])
+# verdicts written as their fields (``verdict_fields``): what pydantic writes for a verdict, with
+# no Python call per verdict while writing
+_VERDICTS: TypeAdapter[list[Any]] = TypeAdapter(list[VerdictFields])
+_VERDICTS_BY_CASE: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, VerdictFields])
 
 
 def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
@@ -226,14 +228,15 @@ def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
 
 
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
-    dumped: list[Any] = _VERDICTS.dump_python(cases, mode="json", by_alias=True)
+    dumped: list[Any] = _VERDICTS.dump_python(list(map(verdict_fields, cases)), mode="json", by_alias=True)
     return dumped
 
 
 def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
     """Verdicts by case id as compact JSON, in one step: pydantic writes strings and floats as
     ``compact_json`` does (a test holds the two to the same bytes)."""
-    return _VERDICTS_BY_CASE.dump_json(cases, by_alias=True)
+    return _VERDICTS_BY_CASE.dump_json({case_id: verdict_fields(case) for case_id, case in cases.items()},
+                                       by_alias=True)
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:
