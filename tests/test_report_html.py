@@ -172,3 +172,39 @@ def test_large_runs_keep_drill_downs_for_failed_cases_only(example_html, monkeyp
     assert f"Failed cases ({len(failing)})" in capped
     shown = re.findall(r'<details class="case" id="case-([^"]+)"', capped)
     assert shown == [f"{cfg}-{cid}" for cfg, cid, *_ in failing[:5]]
+
+
+def test_drill_down_rows_are_the_former_template_loops():
+    """The retrieved rows and chunks written in Python are the bytes the template's loops wrote,
+    for hostile ids and texts, a missing score, an unrecorded context and a citation outside it."""
+    from types import SimpleNamespace
+
+    import jinja2
+    from markupsafe import escape
+
+    from groundjudge.report.html import _chunk_divs, _retrieved_rows
+
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    rows = env.from_string(
+        '{% for r in retrieved %}<tr><td>{{ r.rank }}</td><td>{{ r.id }}</td><td>{{ r.score if r.score is not none '
+        'else "–" }}</td><td>{{ "yes" if r.relevant else "" }}</td><td>{{ "yes" if r.in_context else ("not recorded" '
+        'if r.in_context is none else "") }}</td></tr>{% endfor %}\n')
+    chunks = env.from_string(
+        "{% for ch in contexts %}<div class=\"chunk{{ ' cited' if ch.cited else '' }}\"><strong>{{ ch.id }}</strong>\n"
+        "{{ ch.text }}</div>{% endfor %}\n{% for ch in outside %}<div class=\"chunk cited\"><strong>{{ ch.id }}"
+        "</strong> <span class=\"leak\">cited but not in context</span>\n{{ ch.text }}</div>{% endfor %}\n")
+    ranking = ["c<1>", "c&2", "c\"3'", "plain"]
+    scores = {"c<1>": 0.5, "c&2": None, "c\"3'": 1e-07, "plain": 2.0}
+    relevance = {"c<1>": 2, "plain": 0}
+    escaped = lambda text: str(escape(text))
+    for context in (["c&2", "plain"], None):
+        expected = rows.render(retrieved=[
+            SimpleNamespace(rank=i + 1, id=cid, score=scores[cid], relevant=relevance.get(cid, 0) > 0,
+                            in_context=None if context is None else cid in context) for i, cid in enumerate(ranking)])
+        assert _retrieved_rows(ranking, scores, relevance, context, escaped) == expected
+    contexts = [("c<1>", HOSTILE, True), ("plain", "a\nb & c", False)]
+    outside = [("c&2", "<b>x</b>")]
+    expected = chunks.render(contexts=[SimpleNamespace(id=i, text=t, cited=c) for i, t, c in contexts],
+                             outside=[SimpleNamespace(id=i, text=t) for i, t in outside])
+    assert _chunk_divs(contexts, outside, escaped) == expected
+    assert _chunk_divs([], [], escaped) == chunks.render(contexts=[], outside=[]) == ""

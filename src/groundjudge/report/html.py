@@ -7,13 +7,13 @@ the failed-case table and reads nothing from the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from types import SimpleNamespace
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from groundjudge.judge.claim_result import ClaimResult
 from groundjudge.judge.results import CaseJudgement
@@ -92,6 +92,16 @@ def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> lis
     criteria = doc.judge.criteria
     headline = criteria[0].name if criteria else None
     shaky = unstable_by_case(doc.stability)
+    # the drill-downs' retrieved rows and chunks are written here, each distinct id or chunk text
+    # escaped once (pairs share their chunks), not value by value in the template
+    seen: dict[str, str] = {}
+
+    def escaped(text: str) -> str:
+        found = seen.get(text)
+        if found is None:
+            found = seen[text] = str(escape(text))
+        return found
+
     views = []
     for cfg, case_id, values, verdict, failed in pairs:
         case, trace = dataset.cases[case_id], dataset.trace(cfg, case_id)
@@ -115,22 +125,40 @@ def _case_views(doc: ReportDocument, dataset: Dataset, pairs: list[Pair]) -> lis
             judge_status=verdict.status if verdict is not None else "–",
             judge_reason=(verdict.reason if verdict is not None else None) or "",
             headline=value.value if value is not None else None,
-            retrieved=[SimpleNamespace(id=cid, rank=i + 1, score=scores.get(cid),
-                                       relevant=case.relevance.get(cid, 0) > 0,
-                                       in_context=(cid in context_ids) if context_known else None)
-                       for i, cid in enumerate(ranking[:10])],
-            contexts=[SimpleNamespace(id=c.chunk_id, text=c.text if c.text is not None
-                                      else (dataset.corpus.text_of(c.chunk_id) or "(no text)"),
-                                      cited=c.chunk_id in cited)
-                      for c in trace.context_chunks],
-            cited_outside=[SimpleNamespace(id=cid, text=dataset.corpus.text_of(cid) or "(no text)")
-                           for cid in cited if context_known and cid not in context_ids],
+            retrieved=_retrieved_rows(ranking[:10], scores, case.relevance, context_ids if context_known else None,
+                                      escaped),
+            chunks=_chunk_divs([(c.chunk_id, c.text if c.text is not None
+                                 else (dataset.corpus.text_of(c.chunk_id) or "(no text)"), c.chunk_id in cited)
+                                for c in trace.context_chunks],
+                               [(cid, dataset.corpus.text_of(cid) or "(no text)")
+                                for cid in cited if context_known and cid not in context_ids], escaped),
             answer=highlight(trace.answer or "", claims),
             claims=claims, failed=failed,
             unstable=[unstable_text(u) for u in shaky.get((cfg, case_id), [])],
             leaks=details.acl_leaks,
         ))
     return views
+
+
+def _retrieved_rows(ranking: Sequence[str], scores: Mapping[str, float | None], relevance: Mapping[str, int],
+                    context_ids: Sequence[str] | None, escaped: Callable[[str], str]) -> Markup:
+    """A drill-down's rows of its retrieved chunks (rank, id, score, relevant, in context);
+    ``context_ids`` None: the trace did not record its context."""
+    return Markup("".join([
+        f"<tr><td>{rank}</td><td>{escaped(cid)}</td><td>{'–' if (score := scores.get(cid)) is None else score}</td>"
+        f"<td>{'yes' if relevance.get(cid, 0) > 0 else ''}</td>"
+        f"<td>{'not recorded' if context_ids is None else 'yes' if cid in context_ids else ''}</td></tr>"
+        for rank, cid in enumerate(ranking, 1)]))
+
+
+def _chunk_divs(contexts: Sequence[tuple[str, str, bool]], outside: Sequence[tuple[str, str]],
+                escaped: Callable[[str], str]) -> Markup:
+    """A drill-down's context chunks (id, text, cited?), then the cited chunks outside its context."""
+    return Markup("".join(
+        [f'<div class="chunk{" cited" if cited else ""}"><strong>{escaped(cid)}</strong>\n{escaped(text)}</div>'
+         for cid, text, cited in contexts]
+        + [f'<div class="chunk cited"><strong>{escaped(cid)}</strong> <span class="leak">cited but not in '
+           f'context</span>\n{escaped(text)}</div>' for cid, text in outside]))
 
 
 def _value(values: Mapping[str, MetricValue], metric: str) -> float | None:
