@@ -8,15 +8,17 @@ cases whose inputs were not recorded (``metrics.unrecorded``) says why in ``reas
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from groundjudge.contracts import GoldenCase
 from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.operations import percentile
-from groundjudge.metrics.table import NOT_RECORDED
+from groundjudge.metrics.table import NOT_RECORDED, metric_columns
 
 
 class Summary(TypedDict):
@@ -134,22 +136,48 @@ def breakdowns(table: pa.Table, results: Sequence[CaseMetrics], layouts: Sequenc
                cases: Mapping[str, GoldenCase]) -> dict[str, dict[str, dict[str, Summary]]]:
     """Summaries by tag, difficulty and content type (a case counts in each group it belongs to,
     a repeated tag twice). ``results`` and ``layouts`` (each row's metric names) are the rows of
-    ``table`` in order; a group's summaries are those of the rows it takes from the table."""
-    kinds: dict[str, Callable[[CaseMetrics], Iterable[str]]] = {
-        "tag": lambda r: cases[r.case_id].tags or ["(untagged)"],
-        "difficulty": lambda r: [cases[r.case_id].difficulty or "(unset)"],
-        "content_type": lambda r: r.content_types or ["(unknown)"],
-    }
-    rows: dict[tuple[str, str], list[int]] = {}
-    seen: dict[tuple[str, str], dict[tuple[str, ...], None]] = {}  # each group's layouts, first seen first
-    for i, r in enumerate(results):
-        for kind, keys in kinds.items():
-            for key in keys(r):
-                rows.setdefault((kind, key), []).append(i)
-                seen.setdefault((kind, key), {})[layouts[i]] = None
-    out: dict[str, dict[str, dict[str, Summary]]] = {kind: {} for kind in kinds}
-    for kind, key in sorted(rows, key=lambda place: place[1]):
-        group = table.take(pa.array(rows[kind, key], type=pa.int64()))
-        out[kind][key] = with_reasons(table_summaries([group], ordered_names(seen[kind, key])),
-                                      unknown_counts([group]), len(group))
+    ``table`` in order; a group's summaries are those of its rows, in the table's order.
+
+    Rows that fall in the same groups with the same metrics are found first (a run has a handful
+    of such kinds of row); each group's rows are then read from each metric column in place: no
+    copy of the table per group."""
+    # the rows of each kind of row: (tags, difficulty, content types, layout), first seen first
+    kinds_of_row: dict[tuple[tuple[str, ...], str | None, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, (r, layout) in enumerate(zip(results, layouts, strict=True)):
+        case = cases[r.case_id]
+        kinds_of_row.setdefault((case.tags, case.difficulty, r.content_types, layout), []).append(i)
+    members: dict[tuple[str, str], list[tuple[list[int], tuple[str, ...]]]] = {}  # a group's kinds of row
+    for (tags, difficulty, types, layout), positions in kinds_of_row.items():
+        places = [*(("tag", t) for t in tags or ("(untagged)",)), ("difficulty", difficulty or "(unset)"),
+                  *(("content_type", t) for t in types or ("(unknown)",))]
+        for place in places:  # a repeated tag: the rows twice
+            members.setdefault(place, []).append((positions, layout))
+    groups: list[tuple[tuple[str, str], npt.NDArray[np.int64], list[str]]] = []
+    for place in sorted(members, key=lambda place: place[1]):
+        parts = members[place]
+        # the group's rows in the table's order, so that each mean adds its values as before
+        rows = np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p, _ in parts]), kind="stable")
+        layouts_seen = dict.fromkeys(layout for _, layout in sorted(parts, key=lambda part: part[0][0]))
+        groups.append((place, rows, ordered_names(layouts_seen)))
+    found: list[dict[str, dict[str, Summary]]] = [{} for _ in groups]  # per group: metric -> its summaries
+    wanted = {name for _, _, names in groups for name in names}
+    for name in metric_columns(table):
+        if name not in wanted:
+            continue
+        column = table.column(name)
+        values = column.to_numpy(zero_copy_only=False)  # a null reads as NaN here, and is left out below
+        valid = column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else None
+        for (_, rows, names), summaries_of in zip(groups, found, strict=True):
+            if name in names:
+                taken = values[rows] if valid is None else values[rows][valid[rows]]
+                summaries_of[name] = _summaries([(name, taken.tolist())])
+    not_recorded = table.column(NOT_RECORDED)
+    out: dict[str, dict[str, dict[str, Summary]]] = {"tag": {}, "difficulty": {}, "content_type": {}}
+    for ((kind, key), rows, names), summaries_of in zip(groups, found, strict=True):
+        merged: dict[str, Summary] = {}
+        for name in names:
+            merged.update(summaries_of[name])
+        counts = (unknown_counts([pa.table({NOT_RECORDED: not_recorded.take(pa.array(rows))})])
+                  if not_recorded.null_count < len(not_recorded) else {})
+        out[kind][key] = with_reasons(merged, counts, len(rows))
     return out
