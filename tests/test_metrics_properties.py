@@ -229,6 +229,34 @@ def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | Non
     assert got == expected and list(got) == list(expected)
 
 
+
+def _bits(found: dict[str, dict[str, float | int | None]]) -> dict[str, tuple[object, ...]]:
+    """Summaries with each float as its bits: -0.0 and 0.0 differ here."""
+    return {k: tuple((f, math.copysign(1.0, v), v) if isinstance(v, float) else (f, v) for f, v in summary.items())
+            for k, summary in found.items()}
+
+
+@given(st.sampled_from(["a", "cost_usd", "latency_ms.e2e"]),
+       st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([-0.0, 0.0, 0.1, 1e308])),
+                max_size=40))
+def test_a_columns_summaries_are_those_of_its_values_as_a_list(name: str, values: list[float]) -> None:
+    """The summaries of a float64 column (the tables' way) are those of the same values as a
+    list (summing in order, as Python's sum does), bit for bit, to the sign of a zero; a sum
+    that is not finite is refused by both."""
+    import numpy as np
+
+    from groundjudge.metrics.aggregate import column_summaries, summaries
+
+    try:
+        expected = summaries({name: values})
+    except ValueError:
+        with pytest.raises(ValueError, match="not a finite number"):
+            column_summaries(name, np.asarray(values, dtype=np.float64))
+        return
+    got = column_summaries(name, np.asarray(values, dtype=np.float64))
+    assert _bits(got) == _bits(expected) and list(got) == list(expected)
+    assert all(type(v) is float or v is None for summary in got.values() for v in [summary["value"]])
+
 GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),  # tags (repeats too)
                             st.sampled_from([None, "easy", "hard"]),  # difficulty
                             st.lists(st.sampled_from(["prose", "table"]), max_size=2)),  # content types

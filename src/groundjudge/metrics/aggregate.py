@@ -48,19 +48,19 @@ def summarize(rows: Iterable[Mapping[str, float | None]]) -> dict[str, Summary]:
     return summaries(columns)
 
 
-def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> list[float]:
-    """The values of Arrow columns that are not null, one column after the other, as floats."""
-    out: list[float] = []
-    for part in parts:
-        out += part.drop_null().to_numpy(zero_copy_only=False).tolist()
-    return out
+def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> npt.NDArray[np.float64]:
+    """The values of Arrow columns that are not null, one column after the other."""
+    arrays = [part.drop_null().to_numpy(zero_copy_only=False) for part in parts]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.float64)
 
 
 def table_summaries(tables: Sequence[pa.Table], names: Iterable[str]) -> dict[str, Summary]:
     """The summaries of metric ``names`` over the rows of ``tables``, one table after the other.
     Each mean adds its values in row order, as a running sum over the cases would."""
-    # one column's values at a time: a nightly run's columns as Python floats would be gigabytes
-    return _summaries((name, present(t.column(name) for t in tables if name in t.column_names)) for name in names)
+    out: dict[str, Summary] = {}
+    for name in names:  # one column's values at a time
+        out.update(column_summaries(name, present(t.column(name) for t in tables if name in t.column_names)))
+    return out
 
 
 def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
@@ -78,6 +78,25 @@ def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
         out[name] = {"value": sum(values) / len(values) if len(values) else None, "n": len(values)}
         if name == "cost_usd":
             out["cost_usd.total"] = {"value": sum(values) if len(values) else None, "n": len(values)}
+    return out
+
+
+def column_summaries(name: str, values: npt.NDArray[np.float64]) -> dict[str, Summary]:
+    """:func:`summaries` of one metric's values (none null) as a float64 array: the same
+    summaries, without a Python float per value. A sum adds the values in order, as Python's
+    ``sum`` does (a running sum: numpy's cumulative sum is a loop, not a pairwise one, and
+    ``0.0 +`` gives the sum an all-negative-zero column has there)."""
+    n = len(values)
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum that is not finite is refused just below
+        total = 0.0 + float(np.cumsum(values)[-1]) if n else 0.0
+    if not math.isfinite(total):
+        raise _not_finite(name)
+    if name.startswith("latency_ms."):
+        ordered = np.sort(values, kind="stable").tolist()  # stable, as ``sorted`` is
+        return {f"{name}.p{q}": {"value": percentile(ordered, q), "n": n} for q in PERCENTILES}
+    out: dict[str, Summary] = {name: {"value": total / n if n else None, "n": n}}
+    if name == "cost_usd":
+        out["cost_usd.total"] = {"value": total if n else None, "n": n}
     return out
 
 
@@ -120,8 +139,12 @@ def _check_finite(name: str, values: Column) -> None:
     counts it. Inputs are checked when they are read, so this never happens unless a metric
     computes one: say so rather than write a summary that hides it."""
     if values and not math.isfinite(sum(values)):
-        raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
-                         "(inputs are checked when read, so a metric computed it: a bug)")
+        raise _not_finite(name)
+
+
+def _not_finite(name: str) -> ValueError:
+    return ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
+                      "(inputs are checked when read, so a metric computed it: a bug)")
 
 
 def ordered_names(layouts: Iterable[tuple[str, ...]]) -> list[str]:
@@ -170,7 +193,7 @@ def breakdowns(table: pa.Table, results: Sequence[CaseMetrics], layouts: Sequenc
         for (_, rows, names), summaries_of in zip(groups, found, strict=True):
             if name in names:
                 taken = values[rows] if valid is None else values[rows][valid[rows]]
-                summaries_of[name] = _summaries([(name, taken.tolist())])
+                summaries_of[name] = column_summaries(name, taken)
     not_recorded = table.column(NOT_RECORDED)
     out: dict[str, dict[str, dict[str, Summary]]] = {"tag": {}, "difficulty": {}, "content_type": {}}
     for ((kind, key), rows, names), summaries_of in zip(groups, found, strict=True):
