@@ -229,6 +229,34 @@ def test_summaries_are_the_value_by_value_means(rows: list[dict[str, float | Non
     assert got == expected and list(got) == list(expected)
 
 
+
+def _bits(found: dict[str, dict[str, float | int | None]]) -> dict[str, tuple[object, ...]]:
+    """Summaries with each float as its bits: -0.0 and 0.0 differ here."""
+    return {k: tuple((f, math.copysign(1.0, v), v) if isinstance(v, float) else (f, v) for f, v in summary.items())
+            for k, summary in found.items()}
+
+
+@given(st.sampled_from(["a", "cost_usd", "latency_ms.e2e"]),
+       st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([-0.0, 0.0, 0.1, 1e308])),
+                max_size=40))
+def test_a_columns_summaries_are_those_of_its_values_as_a_list(name: str, values: list[float]) -> None:
+    """The summaries of a float64 column (the tables' way) are those of the same values as a
+    list (summing in order, as Python's sum does), bit for bit, to the sign of a zero; a sum
+    that is not finite is refused by both."""
+    import numpy as np
+
+    from groundjudge.metrics.aggregate import column_summaries, summaries
+
+    try:
+        expected = summaries({name: values})
+    except ValueError:
+        with pytest.raises(ValueError, match="not a finite number"):
+            column_summaries(name, np.asarray(values, dtype=np.float64))
+        return
+    got = column_summaries(name, np.asarray(values, dtype=np.float64))
+    assert _bits(got) == _bits(expected) and list(got) == list(expected)
+    assert all(type(v) is float or v is None for summary in got.values() for v in [summary["value"]])
+
 GROUPS = st.lists(st.tuples(st.lists(st.sampled_from(["hr", "it", "x"]), max_size=3),  # tags (repeats too)
                             st.sampled_from([None, "easy", "hard"]),  # difficulty
                             st.lists(st.sampled_from(["prose", "table"]), max_size=2)),  # content types
@@ -301,6 +329,52 @@ def test_a_batch_laid_out_by_columns_holds_each_rows_values(rows: list[dict[str,
             expected = row.get(name)
             assert (value is None) if expected is None else (value == expected or math.isnan(value) and math.isnan(expected))
 
+
+
+def _cells(batch: pa.RecordBatch) -> dict[str, list[object]]:
+    """A batch's columns as Python values, a NaN as a marker (a NaN equals nothing)."""
+    return {name: ["NaN" if isinstance(v, float) and math.isnan(v) else v for v in batch.column(name).to_pylist()]
+            for name in batch.schema.names}
+
+
+@settings(deadline=None)  # the first example loads what pyarrow loads on its first list: slow on a busy machine
+@given(LAID_OUT, st.integers(1, 5))
+def test_a_batch_made_slice_by_slice_is_the_batch_made_at_once(rows: list[dict[str, float | None]],
+                                                               size: int) -> None:
+    """metric_batch lays out a batch's rows a slice at a time and joins the slices: whatever the
+    slices' layouts, the joined batch has the schema and the values (a NaN stays NaN) of the
+    batch made from every row at once, and the same facts."""
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import _joined, as_batch
+
+    made = [CaseMetrics(f"c{i}", "cfg", row, "answer", (), ()) for i, row in enumerate(rows)]
+    whole, facts = as_batch(made)
+    if not rows:
+        return
+    slices = [as_batch(made[start:start + size]) for start in range(0, len(made), size)]
+    joined = _joined([batch for batch, _ in slices])
+    assert joined.schema == whole.schema and joined.num_rows == whole.num_rows
+    assert _cells(joined) == _cells(whole)
+    assert [f for _, part in slices for f in part] == facts
+
+
+def test_metric_batch_gives_the_same_batch_whatever_its_slice(mini, monkeypatch) -> None:
+    """A batch of real pairs scored in slices of one, two or all of its pairs: the same batch."""
+    from groundjudge.load.dataset import load_dataset
+    from groundjudge.metrics import table
+    from groundjudge.metrics.case import MetricSettings
+
+    dataset = load_dataset(mini / "golden.jsonl", [mini / "traces.jsonl"], mini / "corpus.jsonl")
+    pairs = [(dataset.cases[cid], variants[0], [t for i, t in sorted(variants.items()) if i != 0])
+             for config in dataset.traces.values() for cid, variants in config.items() if 0 in variants]
+    assert len(pairs) > 2
+    made = {}
+    for size in (1, 2, len(pairs)):
+        monkeypatch.setattr(table, "SLICE", size)
+        made[size] = table.metric_batch(pairs, dataset.corpus, MetricSettings())
+    for batch, facts in made.values():
+        assert batch.schema == made[len(pairs)][0].schema and _cells(batch) == _cells(made[len(pairs)][0])
+        assert facts == made[len(pairs)][1]
 
 CHECKED = st.lists(st.dictionaries(st.sampled_from(["acl_leak", "behavior_correct", "must_contain", "recall@10",
                                                     "citation_scoped", "trace_error", "other"]),

@@ -8,15 +8,17 @@ cases whose inputs were not recorded (``metrics.unrecorded``) says why in ``reas
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from groundjudge.contracts import GoldenCase
 from groundjudge.metrics.case import CaseMetrics
 from groundjudge.metrics.operations import percentile
-from groundjudge.metrics.table import NOT_RECORDED
+from groundjudge.metrics.table import NOT_RECORDED, metric_columns
 
 
 class Summary(TypedDict):
@@ -46,19 +48,19 @@ def summarize(rows: Iterable[Mapping[str, float | None]]) -> dict[str, Summary]:
     return summaries(columns)
 
 
-def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> list[float]:
-    """The values of Arrow columns that are not null, one column after the other, as floats."""
-    out: list[float] = []
-    for part in parts:
-        out += part.drop_null().to_numpy(zero_copy_only=False).tolist()
-    return out
+def present(parts: Iterable[pa.ChunkedArray | pa.Array]) -> npt.NDArray[np.float64]:
+    """The values of Arrow columns that are not null, one column after the other."""
+    arrays = [part.drop_null().to_numpy(zero_copy_only=False) for part in parts]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.float64)
 
 
 def table_summaries(tables: Sequence[pa.Table], names: Iterable[str]) -> dict[str, Summary]:
     """The summaries of metric ``names`` over the rows of ``tables``, one table after the other.
     Each mean adds its values in row order, as a running sum over the cases would."""
-    # one column's values at a time: a nightly run's columns as Python floats would be gigabytes
-    return _summaries((name, present(t.column(name) for t in tables if name in t.column_names)) for name in names)
+    out: dict[str, Summary] = {}
+    for name in names:  # one column's values at a time
+        out.update(column_summaries(name, present(t.column(name) for t in tables if name in t.column_names)))
+    return out
 
 
 def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
@@ -76,6 +78,25 @@ def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
         out[name] = {"value": sum(values) / len(values) if len(values) else None, "n": len(values)}
         if name == "cost_usd":
             out["cost_usd.total"] = {"value": sum(values) if len(values) else None, "n": len(values)}
+    return out
+
+
+def column_summaries(name: str, values: npt.NDArray[np.float64]) -> dict[str, Summary]:
+    """:func:`summaries` of one metric's values (none null) as a float64 array: the same
+    summaries, without a Python float per value. A sum adds the values in order, as Python's
+    ``sum`` does (a running sum: numpy's cumulative sum is a loop, not a pairwise one, and
+    ``0.0 +`` gives the sum an all-negative-zero column has there)."""
+    n = len(values)
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum that is not finite is refused just below
+        total = 0.0 + float(np.cumsum(values)[-1]) if n else 0.0
+    if not math.isfinite(total):
+        raise _not_finite(name)
+    if name.startswith("latency_ms."):
+        ordered = np.sort(values, kind="stable").tolist()  # stable, as ``sorted`` is
+        return {f"{name}.p{q}": {"value": percentile(ordered, q), "n": n} for q in PERCENTILES}
+    out: dict[str, Summary] = {name: {"value": total / n if n else None, "n": n}}
+    if name == "cost_usd":
+        out["cost_usd.total"] = {"value": total if n else None, "n": n}
     return out
 
 
@@ -118,8 +139,12 @@ def _check_finite(name: str, values: Column) -> None:
     counts it. Inputs are checked when they are read, so this never happens unless a metric
     computes one: say so rather than write a summary that hides it."""
     if values and not math.isfinite(sum(values)):
-        raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
-                         "(inputs are checked when read, so a metric computed it: a bug)")
+        raise _not_finite(name)
+
+
+def _not_finite(name: str) -> ValueError:
+    return ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
+                      "(inputs are checked when read, so a metric computed it: a bug)")
 
 
 def ordered_names(layouts: Iterable[tuple[str, ...]]) -> list[str]:
@@ -134,22 +159,48 @@ def breakdowns(table: pa.Table, results: Sequence[CaseMetrics], layouts: Sequenc
                cases: Mapping[str, GoldenCase]) -> dict[str, dict[str, dict[str, Summary]]]:
     """Summaries by tag, difficulty and content type (a case counts in each group it belongs to,
     a repeated tag twice). ``results`` and ``layouts`` (each row's metric names) are the rows of
-    ``table`` in order; a group's summaries are those of the rows it takes from the table."""
-    kinds: dict[str, Callable[[CaseMetrics], Iterable[str]]] = {
-        "tag": lambda r: cases[r.case_id].tags or ["(untagged)"],
-        "difficulty": lambda r: [cases[r.case_id].difficulty or "(unset)"],
-        "content_type": lambda r: r.content_types or ["(unknown)"],
-    }
-    rows: dict[tuple[str, str], list[int]] = {}
-    seen: dict[tuple[str, str], dict[tuple[str, ...], None]] = {}  # each group's layouts, first seen first
-    for i, r in enumerate(results):
-        for kind, keys in kinds.items():
-            for key in keys(r):
-                rows.setdefault((kind, key), []).append(i)
-                seen.setdefault((kind, key), {})[layouts[i]] = None
-    out: dict[str, dict[str, dict[str, Summary]]] = {kind: {} for kind in kinds}
-    for kind, key in sorted(rows, key=lambda place: place[1]):
-        group = table.take(pa.array(rows[kind, key], type=pa.int64()))
-        out[kind][key] = with_reasons(table_summaries([group], ordered_names(seen[kind, key])),
-                                      unknown_counts([group]), len(group))
+    ``table`` in order; a group's summaries are those of its rows, in the table's order.
+
+    Rows that fall in the same groups with the same metrics are found first (a run has a handful
+    of such kinds of row); each group's rows are then read from each metric column in place: no
+    copy of the table per group."""
+    # the rows of each kind of row: (tags, difficulty, content types, layout), first seen first
+    kinds_of_row: dict[tuple[tuple[str, ...], str | None, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, (r, layout) in enumerate(zip(results, layouts, strict=True)):
+        case = cases[r.case_id]
+        kinds_of_row.setdefault((case.tags, case.difficulty, r.content_types, layout), []).append(i)
+    members: dict[tuple[str, str], list[tuple[list[int], tuple[str, ...]]]] = {}  # a group's kinds of row
+    for (tags, difficulty, types, layout), positions in kinds_of_row.items():
+        places = [*(("tag", t) for t in tags or ("(untagged)",)), ("difficulty", difficulty or "(unset)"),
+                  *(("content_type", t) for t in types or ("(unknown)",))]
+        for place in places:  # a repeated tag: the rows twice
+            members.setdefault(place, []).append((positions, layout))
+    groups: list[tuple[tuple[str, str], npt.NDArray[np.int64], list[str]]] = []
+    for place in sorted(members, key=lambda place: place[1]):
+        parts = members[place]
+        # the group's rows in the table's order, so that each mean adds its values as before
+        rows = np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p, _ in parts]), kind="stable")
+        layouts_seen = dict.fromkeys(layout for _, layout in sorted(parts, key=lambda part: part[0][0]))
+        groups.append((place, rows, ordered_names(layouts_seen)))
+    found: list[dict[str, dict[str, Summary]]] = [{} for _ in groups]  # per group: metric -> its summaries
+    wanted = {name for _, _, names in groups for name in names}
+    for name in metric_columns(table):
+        if name not in wanted:
+            continue
+        column = table.column(name)
+        values = column.to_numpy(zero_copy_only=False)  # a null reads as NaN here, and is left out below
+        valid = column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else None
+        for (_, rows, names), summaries_of in zip(groups, found, strict=True):
+            if name in names:
+                taken = values[rows] if valid is None else values[rows][valid[rows]]
+                summaries_of[name] = column_summaries(name, taken)
+    not_recorded = table.column(NOT_RECORDED)
+    out: dict[str, dict[str, dict[str, Summary]]] = {"tag": {}, "difficulty": {}, "content_type": {}}
+    for ((kind, key), rows, names), summaries_of in zip(groups, found, strict=True):
+        merged: dict[str, Summary] = {}
+        for name in names:
+            merged.update(summaries_of[name])
+        counts = (unknown_counts([pa.table({NOT_RECORDED: not_recorded.take(pa.array(rows))})])
+                  if not_recorded.null_count < len(not_recorded) else {})
+        out[kind][key] = with_reasons(merged, counts, len(rows))
     return out

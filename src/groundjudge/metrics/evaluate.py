@@ -46,12 +46,14 @@ class MetricsRun:
     overall: dict[str, Summary]
 
     @cached_property
-    def _index(self) -> dict[tuple[str, str], CaseMetrics]:
-        # Selection looks up every (config, case): a dict, not a scan, keeps it linear in cases.
-        return {(c.config_id, c.case_id): c for cfg in self.configs.values() for c in cfg.cases}
+    def _index(self) -> dict[str, dict[str, CaseMetrics]]:
+        # Selection looks up every (config, case): a dict per config, not a scan, keeps it
+        # linear in cases (and needs no key object per pair)
+        return {config_id: {c.case_id: c for c in cfg.cases} for config_id, cfg in self.configs.items()}
 
     def case(self, config_id: str, case_id: str) -> CaseMetrics | None:
-        return self._index.get((config_id, case_id))
+        cases = self._index.get(config_id)
+        return None if cases is None else cases.get(case_id)
 
 
 def workers_from_environment() -> int:

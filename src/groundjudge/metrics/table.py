@@ -55,7 +55,8 @@ class CaseFacts:
     unknown: dict[str, str] | None  # metric -> why its input was not recorded (None: nothing)
 
 
-Pair = tuple[GoldenCase, Trace, Sequence[Trace]]  # a case, its trace, the traces of its paraphrases
+Pair = tuple[GoldenCase, Trace, Sequence[Trace]]
+SLICE = 500  # pairs whose per-case values are Python dicts at one time  # a case, its trace, the traces of its paraphrases
 
 
 def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings,
@@ -64,9 +65,23 @@ def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings
     row's facts beside it. The behaviour of the traces that record none is found from their
     answers for the whole batch at once (``BehaviorRules.detect_all``)."""
     detected = iter(settings.rules.detect_all([trace.answer for _, trace, _ in pairs if trace.behavior is None]))
-    return as_batch([compute_case(case, trace, corpus, settings, paraphrases,
-                                  observed=trace.behavior if trace.behavior is not None else next(detected))
-                     for case, trace, paraphrases in pairs])
+    # ``SLICE`` rows' values at a time as Python dicts (each a few kilobytes), then as columns:
+    # the memory the dicts took is reused by the next slice, not held for the whole batch
+    parts = [as_batch([compute_case(case, trace, corpus, settings, paraphrases,
+                                    observed=trace.behavior if trace.behavior is not None else next(detected))
+                       for case, trace, paraphrases in pairs[start:start + SLICE]])
+             for start in range(0, len(pairs), SLICE)]
+    if len(parts) <= 1:
+        return parts[0] if parts else as_batch([])
+    return _joined([batch for batch, _ in parts]), [f for _, facts in parts for f in facts]
+
+
+def _joined(batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
+    """Record batches (at least one row in all) as one, with the schema ``as_batch`` gives their
+    rows together: the metrics in the order they first appear, null in the rows of a batch that
+    lacks one."""
+    table = pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="default")
+    return table.combine_chunks().to_batches()[0]
 
 
 def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFacts]]:
