@@ -344,3 +344,14 @@ def test_plain_cases_and_chunks_cannot_be_changed(tmp_path: Any) -> None:
             pass
         else:
             raise AssertionError("changed")
+
+
+def test_a_batch_holds_one_string_of_a_config_and_of_a_document() -> None:
+    traces = check([json.dumps({"query_id": f"q{i}", "config_id": "baseline"}) for i in range(3)]) or []
+    assert traces[0].config_id is traces[1].config_id is traces[2].config_id
+    mixed = check([json.dumps({"query_id": "q", "config_id": name}) for name in ("a", "a", "b", "a")]) or []
+    assert [t.config_id for t in mixed] == ["a", "a", "b", "a"] and mixed[0].config_id is mixed[1].config_id
+    chunks = check([json.dumps({"chunk_id": f"d{d}#{i}", "doc_id": f"d{d}", "text": "t"}) for d in (1, 2) for i in (1, 2)],
+                   CorpusChunk) or []
+    assert [c.doc_id for c in chunks] == ["d1", "d1", "d2", "d2"]
+    assert chunks[0].doc_id is chunks[1].doc_id and chunks[2].doc_id is chunks[3].doc_id

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, partial
-from itertools import chain, compress, islice, repeat
+from itertools import chain, compress, groupby, islice, repeat
 from operator import attrgetter
 from sys import intern
 from types import GenericAlias
@@ -159,6 +159,15 @@ def _share_ids(rows: list[dict[str, Any]]) -> None:
     _share(retrieved, "doc_id")
 
 
+def _runs_shared(values: list[Any]) -> list[Any]:
+    """A column's strings with each run of equal ones held as its first: a batch of one
+    config's traces names it on every line, a corpus gives a document's chunks one after
+    another."""
+    if values.count(values[0]) == len(values):
+        return [values[0]] * len(values)
+    return list(chain.from_iterable(repeat(value, len(list(run))) for value, run in groupby(values)))
+
+
 def _maps(values: list[Any]) -> list[Any]:
     return list(map(read_only_map, values))
 
@@ -188,12 +197,13 @@ class _Shape:
 
 _SHAPES: dict[type[BaseModel], _Shape] = {
     Trace: _Shape(_PlainTrace, {
+        "config_id": _runs_shared,
         **{name: partial(_chunks, kind) for name, kind in _CHUNKS},
         "latency_ms": _maps,
         "tokens": _maps,
         "versions": lambda values: list(map(_one_of_equals, values))}, after=_share_ids),
     GoldenCase: _Shape(_PlainCase, {"relevance": _maps}, after=_expected_graded, strings_shared=True),
-    CorpusChunk: _Shape(_PlainChunk, {"section_path": _section_paths}),
+    CorpusChunk: _Shape(_PlainChunk, {"doc_id": _runs_shared, "section_path": _section_paths}),
 }
 
 
