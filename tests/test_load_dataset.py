@@ -158,3 +158,26 @@ def test_chunks_a_case_names_are_checked_against_the_corpus_field_by_field(tmp_p
         (2, "must_cite", "chunk ids not in the corpus: ghost#1"),
         (3, "expected_chunk_ids", "chunk ids not in the corpus: ghost#3"),
         (3, "relevance", "chunk ids not in the corpus: ghost#2, ghost#3")]
+
+
+def test_a_trace_repeated_in_another_file_names_where_the_first_is(tmp_path: Path) -> None:
+    from groundjudge.contracts import GoldenCase
+    from groundjudge.errors import InputError
+
+    cases = {cid: GoldenCase(id=cid, question="Q?") for cid in ("a", "b")}
+    first, second = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    first.write_text("\n".join(json.dumps(t) for t in (
+        {"query_id": "a", "config_id": "c"}, {"query_id": "a", "config_id": "c", "paraphrase": 1},
+        {"query_id": "b", "config_id": "d"})) + "\n")
+    second.write_text("\n".join(json.dumps(t) for t in (
+        {"query_id": "zz", "config_id": "c"}, {"query_id": "a", "config_id": "c", "paraphrase": 1},
+        {"query_id": "b", "config_id": "c"}, {"query_id": "b", "config_id": "d"})) + "\n")
+    with pytest.raises(InputError) as raised:
+        load_traces([first, second], cases)
+    assert [str(p) for p in raised.value.problems] == [
+        f"{second}:1: query_id: unknown case 'zz': not in the golden set",
+        f"{second}:2: query_id: duplicate trace for case 'a' config 'c' paraphrase 1 (first at {first}:2)",
+        f"{second}:4: query_id: duplicate trace for case 'b' config 'd' (first at {first}:3)"]
+    traces = load_traces([first], cases)
+    assert {cfg: {cid: sorted(v) for cid, v in per.items()} for cfg, per in traces.items()} == {
+        "c": {"a": [0, 1]}, "d": {"b": [0]}}

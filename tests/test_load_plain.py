@@ -1,5 +1,6 @@
-"""The msgspec path for traces of the plain shape (groundjudge.load.plain) against pydantic's:
-it never accepts what pydantic rejects, and what it accepts is the very record pydantic makes."""
+"""The msgspec path for traces, golden cases and corpus chunks of the plain shape
+(groundjudge.load.plain) against pydantic's: it never accepts what pydantic rejects, and what it
+accepts is the very record pydantic makes."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from groundjudge.contracts import Citation, ContextChunk, RetrievedChunk, Trace
+from groundjudge.contracts import Citation, ContextChunk, CorpusChunk, GoldenCase, RetrievedChunk, Trace
 from groundjudge.load.plain import plain_records
 from groundjudge.load.records import read_records
 
-PYDANTIC = TypeAdapter(list[Trace])
+PYDANTIC = {model: TypeAdapter(list[model]) for model in (Trace, GoldenCase, CorpusChunk)}
 
 
 def same(a: Any, b: Any, where: str = "record") -> None:
@@ -56,12 +57,12 @@ def same(a: Any, b: Any, where: str = "record") -> None:
             assert repr(a) == repr(b), where  # -0.0 and 0.0 too
 
 
-def check(lines: list[str]) -> list[Trace] | None:
+def check(lines: list[str], model: type[BaseModel] = Trace) -> list[Any] | None:
     """The batch of ``lines`` through both paths; the plain records, or None when left to pydantic."""
     batch = ("[" + ",".join(lines) + "]").encode()
-    fast = plain_records(Trace, batch)
+    fast = plain_records(model, batch)
     try:
-        slow = PYDANTIC.validate_json(batch)
+        slow = PYDANTIC[model].validate_json(batch)
     except ValidationError:
         assert fast is None, f"accepted what pydantic rejects: {lines}"
         return None
@@ -213,3 +214,144 @@ def test_numbers_past_a_float_and_bounds_are_left_to_pydantic() -> None:
                      '"retrieved_chunks": [{"chunk_id": "a", "score": 1e400}]', '"tokens": {"total": 1000000000000001}',
                      '"paraphrase": -1', '"retrieved_chunks": [{"chunk_id": ""}]', '"context_chunks": [""]'):
         assert check(['{"query_id": "q", "config_id": "c", ' + fragment + "}"]) is None, fragment
+
+
+good_text = st.text(min_size=1, max_size=6)
+texts = st.lists(st.text(max_size=4), max_size=3)
+chunk_ids = st.lists(good_text, max_size=3)
+CASE_FIELDS = {
+    "expected_answer": st.none() | st.text(), "expected_chunk_ids": chunk_ids,
+    "relevance": st.dictionaries(st.text(max_size=6), st.integers(0, 3), max_size=3),
+    "expected_doc_ids": st.none() | chunk_ids, "must_cite": chunk_ids, "must_contain": texts,
+    "forbidden": texts, "gold_claim_substrings": texts, "difficulty": st.none() | st.text(max_size=5),
+    "tags": texts, "expected_behavior": st.sampled_from(["answer", "abstain", "permission_denied", "escalate"]),
+    "constraints": texts, "paraphrases": texts,
+}
+CHUNK_FIELDS = {
+    "doc_version": st.none() | st.text(max_size=4), "section_path": texts | st.text(max_size=8),
+    "offsets": st.none() | st.sampled_from([[0, 4], {"start": 2, "end": 9}, [3, 3]]),
+    "type": st.sampled_from(["prose", "code", "table", "figure"]),
+}
+
+
+@st.composite
+def plain_cases(draw: st.DrawFn) -> str:
+    """Golden cases of the plain shape only, valid ones: the plain path must take every one."""
+    record = draw(st.fixed_dictionaries({"id": good_text, "question": good_text}, optional=CASE_FIELDS))
+    return json.dumps(record, ensure_ascii=draw(st.booleans()))
+
+
+@st.composite
+def plain_chunks(draw: st.DrawFn) -> str:
+    """Corpus chunks of the plain shape only, valid ones: the plain path must take every one."""
+    record = draw(st.fixed_dictionaries({"chunk_id": good_text, "doc_id": good_text, "text": st.text(max_size=8)},
+                                        optional=CHUNK_FIELDS))
+    return json.dumps(record, ensure_ascii=draw(st.booleans()))
+
+
+def changed(draw: st.DrawFn, line: str, names: list[str], nested: list[str]) -> str:
+    """``line`` with a few things changed (a field's value, a list's item, a field gone or
+    given twice, an unknown or nested field): most such lines sit on the edge of the plain shape."""
+    record = json.loads(line)
+    for _ in range(draw(st.integers(0, 3))):
+        lists = [name for name, value in record.items() if isinstance(value, (list, dict)) and value]
+        if lists and draw(st.integers(0, 2)) == 0:
+            target = record[draw(st.sampled_from(lists))]
+            if isinstance(target, list):
+                target[draw(st.integers(0, len(target) - 1))] = draw(edge | ids)
+            else:
+                target[draw(st.sampled_from([*target, "", "x"]))] = draw(edge | ids)
+            continue
+        key = draw(st.sampled_from([*names, *nested, "extra", "model_extra"]))
+        if draw(st.integers(0, 5)) == 0 and key in record:
+            del record[key]
+        else:
+            record[key] = draw(edge | ids | st.lists(ids, max_size=2) | st.just({"tenant": "t", "roles": ["r"]}))
+    pairs = list(record.items())
+    if pairs and draw(st.integers(0, 5)) == 0:
+        pairs.append((pairs[0][0], draw(ids | anything)))  # a key given twice
+    ascii_only = draw(st.booleans())
+    return "{" + ", ".join(json.dumps(k) + ": " + json.dumps(v, ensure_ascii=ascii_only) for k, v in pairs) + "}"
+
+
+@st.composite
+def case_lines(draw: st.DrawFn) -> str:
+    return changed(draw, draw(plain_cases()), ["id", "question", *CASE_FIELDS], ["user_context", "not_recorded"])
+
+
+@st.composite
+def chunk_lines(draw: st.DrawFn) -> str:
+    return changed(draw, draw(plain_chunks()), ["chunk_id", "doc_id", "text", *CHUNK_FIELDS], ["acl"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(plain_cases(), min_size=1, max_size=3), st.lists(plain_chunks(), min_size=1, max_size=3))
+def test_the_plain_path_takes_every_plain_case_and_chunk(cases: list[str], chunks: list[str]) -> None:
+    assert check(cases, GoldenCase) is not None
+    assert check(chunks, CorpusChunk) is not None
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(case_lines(), min_size=1, max_size=3), st.lists(chunk_lines(), min_size=1, max_size=3))
+def test_cases_and_chunks_made_as_pydantic_makes_them_and_rejected_as_it_rejects(cases: list[str],
+                                                                                  chunks: list[str]) -> None:
+    check(cases, GoldenCase)
+    check(chunks, CorpusChunk)
+
+
+def test_a_case_s_expected_chunks_are_graded_and_its_odd_fields_left_to_pydantic() -> None:
+    (case,) = check(['{"id": "q", "question": "Q?", "expected_chunk_ids": ["a", "b"], "relevance": {"b": 1}}'],
+                    GoldenCase) or ()
+    assert dict(case.relevance) == {"b": 1, "a": 3} and "relevance" in case.model_fields_set
+    (case,) = check(['{"id": "q", "question": "Q?", "expected_chunk_ids": ["a"]}'], GoldenCase) or ()
+    assert dict(case.relevance) == {"a": 3} and "relevance" not in case.model_fields_set
+    mixed = check(['{"id": "q", "question": "Q?", "expected_chunk_ids": ["a"]}',
+                   '{"id": "r", "question": "R?", "relevance": {"c": 2}, "tags": ["x"]}'], GoldenCase)
+    assert mixed is not None and mixed[0].model_fields_set == {"id", "question", "expected_chunk_ids"}
+    assert mixed[1].model_fields_set == {"id", "question", "relevance", "tags"}
+    for odd in ('"user_context": {"tenant": "t"}', '"not_recorded": ["expected_behavior"]', '"team": 1',
+                '"relevance": {"a": 3.0}', '"relevance": {"a": 4}', '"must_cite": [""]'):
+        assert check(['{"id": "q", "question": "Q?", ' + odd + "}"], GoldenCase) is None, odd
+
+
+def test_a_chunk_s_section_path_is_split_and_its_odd_fields_left_to_pydantic() -> None:
+    (chunk,) = check(['{"chunk_id": "a", "doc_id": "d", "text": "t", "section_path": " HR > Leave >> "}'],
+                     CorpusChunk) or ()
+    assert chunk.section_path == ("HR", "Leave") and chunk.type == "prose"
+    for odd in ('"acl": {"tenants": ["t"]}', '"team": 1', '"type": "Prose"', '"offsets": [4, 2]', '"doc_id": ""'):
+        assert check(['{"chunk_id": "a", "doc_id": "d", "text": "t", ' + odd + "}"], CorpusChunk) is None, odd
+
+
+def test_plain_cases_and_chunks_cannot_be_changed(tmp_path: Any) -> None:
+    golden = tmp_path / "g.jsonl"
+    golden.write_text('{"id": "q", "question": "Q?", "tags": ["a"], "relevance": {"c": 2}}\n')
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"chunk_id": "a", "doc_id": "d", "text": "t"}\n')
+    ((_, case),) = read_records(golden, GoldenCase)
+    ((_, chunk),) = read_records(corpus, CorpusChunk)
+    for record, name, value in ((case, "tags", ()), (chunk, "text", "x")):
+        try:
+            setattr(record, name, value)
+        except ValidationError:
+            pass
+        else:
+            raise AssertionError(f"{name} changed")
+    for change in (lambda: case.relevance.update(x=1), lambda: case.model_fields_set.add("x"),  # type: ignore[attr-defined]
+                   lambda: case.model_extra.update(x=1)):  # type: ignore[union-attr]
+        try:
+            change()
+        except (AttributeError, TypeError):
+            pass
+        else:
+            raise AssertionError("changed")
+
+
+def test_a_batch_holds_one_string_of_a_config_and_of_a_document() -> None:
+    traces = check([json.dumps({"query_id": f"q{i}", "config_id": "baseline"}) for i in range(3)]) or []
+    assert traces[0].config_id is traces[1].config_id is traces[2].config_id
+    mixed = check([json.dumps({"query_id": "q", "config_id": name}) for name in ("a", "a", "b", "a")]) or []
+    assert [t.config_id for t in mixed] == ["a", "a", "b", "a"] and mixed[0].config_id is mixed[1].config_id
+    chunks = check([json.dumps({"chunk_id": f"d{d}#{i}", "doc_id": f"d{d}", "text": "t"}) for d in (1, 2) for i in (1, 2)],
+                   CorpusChunk) or []
+    assert [c.doc_id for c in chunks] == ["d1", "d1", "d2", "d2"]
+    assert chunks[0].doc_id is chunks[1].doc_id and chunks[2].doc_id is chunks[3].doc_id

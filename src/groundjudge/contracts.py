@@ -181,14 +181,18 @@ class GoldenCase(_Record):
     @field_validator("relevance")
     @classmethod
     def _default_grades(cls, value: Mapping[str, int], info: ValidationInfo) -> Mapping[str, int]:
-        # An expected chunk without an explicit grade is fully relevant (grade 3).
-        missing = {cid: 3 for cid in info.data.get("expected_chunk_ids", ()) if cid not in value}
-        return frozendict({**value, **missing}) if missing else value
+        return with_expected_grades(value, info.data.get("expected_chunk_ids", ()))
 
     @property
     def relevant_chunk_ids(self) -> frozenset[str]:
         """Chunks with a grade of at least 1."""
         return frozenset(cid for cid, grade in self.relevance.items() if grade >= 1)
+
+
+def with_expected_grades(relevance: Mapping[str, int], expected: tuple[str, ...]) -> Mapping[str, int]:
+    """A case's grades with every expected chunk it does not grade as fully relevant (grade 3)."""
+    missing = {cid: 3 for cid in expected if cid not in relevance}
+    return frozendict({**relevance, **missing}) if missing else relevance
 
 
 class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):

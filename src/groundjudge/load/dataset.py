@@ -97,23 +97,31 @@ def load_traces(
 ) -> dict[str, dict[str, dict[int, Trace]]]:
     """Traces by config, case and paraphrase."""
     traces: dict[str, dict[str, dict[int, Trace]]] = {}
-    seen: dict[tuple[str, str, int], tuple[str | Path, int]] = {}  # -> where it is
     problems: list[InputProblem] = []
-    for path in paths:
-        for line, trace in read_records(path, Trace):
-            key = (trace.config_id, trace.query_id, trace.paraphrase)
+    read = [(path, read_records(path, Trace)) for path in paths]
+    where: dict[int, tuple[str | Path, int]] = {}  # a trace's file and line, once one is repeated
+    for path, records in read:
+        for line, trace in records:
             if trace.query_id not in cases:
                 problems.append(InputProblem(str(path), line, "query_id",
                                              f"unknown case {trace.query_id!r}: not in the golden set"))
-            elif key in seen:
+                continue
+            per_config = traces.get(trace.config_id)
+            if per_config is None:
+                per_config = traces[trace.config_id] = {}
+            variants = per_config.get(trace.query_id)
+            if variants is None:
+                per_config[trace.query_id] = {trace.paraphrase: trace}
+            elif trace.paraphrase not in variants:
+                variants[trace.paraphrase] = trace
+            else:
+                if not where:
+                    where = {id(first): (at, first_line) for at, firsts in read for first_line, first in firsts}
                 problems.append(InputProblem(
                     str(path), line, "query_id",
                     f"duplicate trace for case {trace.query_id!r} config {trace.config_id!r}"
                     + (f" paraphrase {trace.paraphrase}" if trace.paraphrase else "")
-                    + " (first at {}:{})".format(*seen[key])))
-            else:
-                seen[key] = (path, line)
-                traces.setdefault(trace.config_id, {}).setdefault(trace.query_id, {})[trace.paraphrase] = trace
+                    + " (first at {}:{})".format(*where[id(variants[trace.paraphrase])])))
     if problems:
         raise InputError(problems)
     return traces

@@ -1,48 +1,55 @@
-"""Traces of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace's
+"""Records of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace's
 chunks straight into their structs, no Python call per field or per chunk.
 
-A trace as most files write it (the declared fields only; a chunk as an object of its declared
-fields or as its id alone; a number for every number) is decoded into a struct that mirrors
-:class:`~groundjudge.contracts.Trace` with the contract's bounds (:class:`msgspec.Meta`), then
-made into the very record pydantic would make: the same values, types and given fields.
-Anything else (an unknown field, ``not_recorded``, a number written as text, a total given as
-a bare number, offsets that are not two integers) fails the whole batch here, and the caller
-validates that batch with pydantic, which keeps or names everything as it always has. So this
-path accepts only what the contract accepts; a test compares the two on generated lines of
-every shape.
-
-Golden cases and corpus chunks are left to pydantic: they hold no chunks, and making a record
-costs as much as validating it there.
+A trace, golden case or corpus chunk as most files write it (the declared fields only, but for
+a few left to pydantic; a chunk as an object of its declared fields or as its id alone; a
+number for every number) is decoded into a struct that mirrors its contract
+(:class:`~groundjudge.contracts.Trace`, :class:`~groundjudge.contracts.GoldenCase`,
+:class:`~groundjudge.contracts.CorpusChunk`) with the contract's bounds (:class:`msgspec.Meta`),
+then made into the very record pydantic would make: the same values, types and given fields.
+Anything else (an unknown field, ``not_recorded``, a case's ``user_context``, a chunk's ``acl``,
+a number written as text, a total given as a bare number, offsets that are not two integers)
+fails the whole batch here, and the caller validates that batch with pydantic, which keeps or
+names everything as it always has. So this path accepts only what the contract accepts; a test
+compares the two on generated lines of every shape.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import cache, partial
-from itertools import chain, islice, repeat
+from itertools import chain, compress, groupby, islice, repeat
 from operator import attrgetter
 from sys import intern
+from types import GenericAlias
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined, SchemaValidator
-from pydantic_core import core_schema as cs
+from pydantic.fields import FieldInfo
+from pydantic_core import from_json
 
 from groundjudge.contracts import (
+    Behavior,
     Citation,
+    ContentType,
     ContextChunk,
+    CorpusChunk,
+    GoldenCase,
     Offsets,
     RetrievedChunk,
     Trace,
     _one_of_equals,
     read_only_map,
+    with_expected_grades,
 )
 from groundjudge.frozen import EMPTY, given_fields
 
 Id = Annotated[str, Meta(min_length=1)]
+Texts = tuple[str, ...] | UnsetType
 
 
 class _PlainTrace(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -65,7 +72,40 @@ class _PlainTrace(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     versions: dict[str, str] | UnsetType = UNSET
 
 
-_FIELDS = _PlainTrace.__struct_fields__
+class _PlainCase(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The fields of :class:`~groundjudge.contracts.GoldenCase` but ``user_context`` and
+    ``not_recorded`` (a case that gives either is left to pydantic), as msgspec reads them."""
+
+    id: Id
+    question: Id
+    expected_answer: str | None | UnsetType = UNSET
+    expected_chunk_ids: tuple[Id, ...] | UnsetType = UNSET
+    relevance: dict[str, Annotated[int, Meta(ge=0, le=3)]] | UnsetType = UNSET
+    expected_doc_ids: tuple[Id, ...] | None | UnsetType = UNSET
+    must_cite: tuple[Id, ...] | UnsetType = UNSET
+    must_contain: Texts = UNSET
+    forbidden: Texts = UNSET
+    gold_claim_substrings: Texts = UNSET
+    difficulty: str | None | UnsetType = UNSET
+    tags: Texts = UNSET
+    expected_behavior: Behavior | UnsetType = UNSET
+    constraints: Texts = UNSET
+    paraphrases: Texts = UNSET
+
+
+class _PlainChunk(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The fields of :class:`~groundjudge.contracts.CorpusChunk` but ``acl`` (left to
+    pydantic), as msgspec reads them; a section path may be given as one ``a > b`` string."""
+
+    chunk_id: Id
+    doc_id: Id
+    doc_version: str | None | UnsetType = UNSET
+    text: str
+    section_path: tuple[str, ...] | str | UnsetType = UNSET
+    offsets: Offsets | None | UnsetType = UNSET
+    type: ContentType | UnsetType = UNSET
+
+
 _CHUNKS = (("retrieved_chunks", RetrievedChunk), ("context_chunks", ContextChunk), ("citations", Citation))
 
 
@@ -101,93 +141,151 @@ def _chunks(kind: type, items: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(islice, repeat(made), map(len, items))))
 
 
-_FINAL: dict[str, Callable[[list[Any]], list[Any]]] = {
-    **{name: partial(_chunks, kind) for name, kind in _CHUNKS},
-    "latency_ms": lambda values: list(map(read_only_map, values)),
-    "tokens": lambda values: list(map(read_only_map, values)),
-    "versions": lambda values: list(map(_one_of_equals, values)),
-}
+def _section_paths(values: list[Any]) -> list[Any]:
+    """Section paths as the contract holds them: one given as ``a > b`` split at each ``>``."""
+    if str not in map(type, values):
+        return values
+    return [tuple(part.strip() for part in value.split(">") if part.strip()) if type(value) is str else value
+            for value in values]
 
 
-def _rows(plains: list[_PlainTrace]) -> tuple[list[dict[str, Any]], set[str] | None]:
-    """Each trace's given fields with their values as the contract holds them, made a field
-    at a time across the batch (one pass per field, not a dict comprehension per trace); and
-    the names given, when every trace of the batch gives the same ones (else None)."""
-    rows: list[dict[str, Any]] = [{} for _ in plains]
-    given: set[str] | None = set()
-    for name in _FIELDS:
-        column = list(map(attrgetter(name), plains))
-        unset = column.count(UNSET)
-        if unset == len(column):
-            continue
-        holders = rows
-        if unset:
-            given = None
-            holders = [row for row, value in zip(rows, column, strict=True) if value is not UNSET]
-            column = [value for value in column if value is not UNSET]
-        elif given is not None:
-            given.add(name)
-        final = _FINAL.get(name)
-        deque(map(dict.__setitem__, holders, repeat(name), column if final is None else final(column)), maxlen=0)
+def _share_ids(rows: list[dict[str, Any]]) -> None:
+    """A trace's chunk ids (and documents) as one string per value (:func:`_share`)."""
     retrieved, context, cited = (list(chain.from_iterable(row.get(name, ()) for row in rows)) for name, _ in _CHUNKS)
     _share(retrieved, "chunk_id")
     _share(context + cited, "chunk_id")
     if None in map(attrgetter("doc_id"), retrieved):
         retrieved = [item for item in retrieved if item.doc_id is not None]
     _share(retrieved, "doc_id")
-    return rows, given
 
 
-def _made_from_fields(model: type[BaseModel]) -> SchemaValidator:
-    """A validator of a list of the model's records from their declared fields' final values:
-    each record made by pydantic-core as validation makes it (its given fields are the keys
-    given, a missing field takes its default), with no check of a value. ``model_post_init``
-    does not run: :func:`_finish` does its work for the whole batch."""
-    fields = {}
+def _runs_shared(values: list[Any]) -> list[Any]:
+    """A column's strings with each run of equal ones held as its first: a batch of one
+    config's traces names it on every line, a corpus gives a document's chunks one after
+    another."""
+    if values.count(values[0]) == len(values):
+        return [values[0]] * len(values)
+    return list(chain.from_iterable(repeat(value, len(list(run))) for value, run in groupby(values)))
+
+
+def _maps(values: list[Any]) -> list[Any]:
+    return list(map(read_only_map, values))
+
+
+def _expected_graded(rows: list[dict[str, Any]]) -> None:
+    """A case's grades with its expected chunks graded, as the contract's validator makes them
+    (the default grades too)."""
+    for row in rows:
+        if row["expected_chunk_ids"]:
+            row["relevance"] = with_expected_grades(row["relevance"], row["expected_chunk_ids"])
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How a contract's plain records are read: their struct, what a given field's decoded
+    values become across the batch (``final``), and what the batch's rows need once every
+    field is in them (``after``)."""
+
+    struct: type[msgspec.Struct]
+    final: dict[str, Callable[[list[Any]], list[Any]]] = field(default_factory=dict)
+    after: Callable[[list[dict[str, Any]]], None] | None = None
+    # parsed by pydantic-core, whose string cache makes equal short strings one (a case's
+    # chunk ids, tags and difficulty), then checked by msgspec: held as pydantic's own
+    # validation holds them; a trace's ids are shared by ``after`` instead
+    strings_shared: bool = False
+
+
+_SHAPES: dict[type[BaseModel], _Shape] = {
+    Trace: _Shape(_PlainTrace, {
+        "config_id": _runs_shared,
+        **{name: partial(_chunks, kind) for name, kind in _CHUNKS},
+        "latency_ms": _maps,
+        "tokens": _maps,
+        "versions": lambda values: list(map(_one_of_equals, values))}, after=_share_ids),
+    GoldenCase: _Shape(_PlainCase, {"relevance": _maps}, after=_expected_graded, strings_shared=True),
+    CorpusChunk: _Shape(_PlainChunk, {"doc_id": _runs_shared, "section_path": _section_paths}),
+}
+
+
+def _defaults(info: FieldInfo, count: int) -> Iterable[Any]:
+    """A field's default for ``count`` records, as validation gives it: one value for all,
+    unless a factory makes a new one each time."""
+    if info.default_factory is None:
+        return repeat(info.default)
+    first = info.default_factory()  # type: ignore[call-arg]
+    if first is info.default_factory():  # type: ignore[call-arg]
+        return repeat(first)
+    return [first, *(info.default_factory() for _ in range(count - 1))]  # type: ignore[call-arg]
+
+
+def _rows(plains: list[Any], model: type[BaseModel], shape: _Shape) -> tuple[list[dict[str, Any]], list[set[str]]]:
+    """Each record's fields with their values as the contract holds them, in the contract's
+    order (a field not given: its default), made a field at a time across the batch (one pass
+    per field, not a dict comprehension per record); and the names each record was given (the
+    one set of them for all, when every record gives the same ones)."""
+    rows: list[dict[str, Any]] = [{} for _ in plains]
+    given: set[str] = set()
+    given_each: list[list[str]] | None = None  # the names given by some records only
+    declared = shape.struct.__struct_fields__
     for name, info in model.model_fields.items():
-        schema: cs.CoreSchema = cs.any_schema()
-        default = info.default
-        if info.default_factory is not None:
-            default = info.default_factory()  # type: ignore[call-arg]
-            if default is not info.default_factory():  # type: ignore[call-arg]
-                schema = cs.with_default_schema(schema, default_factory=info.default_factory)
-                default = PydanticUndefined
-        if default is not PydanticUndefined:  # (a factory of one and the same value: that value)
-            schema = cs.with_default_schema(schema, default=default)
-        fields[name] = cs.model_field(schema)
-    record = cs.model_schema(model, cs.model_fields_schema(fields), frozen=True)
-    return SchemaValidator(cs.list_schema(record))
+        column = list(map(attrgetter(name), plains)) if name in declared else []
+        unset = column.count(UNSET) if column else len(plains)
+        final = shape.final.get(name)
+        values: Iterable[Any]
+        if unset == len(plains):
+            values = _defaults(info, len(plains))
+        elif not unset:
+            given.add(name)
+            values = column if final is None else final(column)
+        else:
+            mask = [value is not UNSET for value in column]
+            if given_each is None:
+                given_each = [[] for _ in plains]
+            deque(map(list.append, compress(given_each, mask), repeat(name)), maxlen=0)
+            made = iter(list(compress(column, mask)) if final is None else final(list(compress(column, mask))))
+            defaults = iter(_defaults(info, unset))
+            values = [next(made) if held else next(defaults) for held in mask]
+        deque(map(dict.__setitem__, rows, repeat(name), values), maxlen=0)
+    if shape.after is not None:
+        shape.after(rows)
+    if given_each is None:
+        return rows, [given]
+    return rows, [given.union(names) for names in given_each]
 
 
-def _finish(records: list[Any], given: set[str] | None) -> None:
-    """What the records' ``model_post_init`` does (:class:`~groundjudge.contracts._Record`),
-    across the batch: each holds the shared set of its given fields (``given``, when every
-    record gives the same ones) and the empty read-only map of unknown fields (a plain trace
-    has none)."""
-    sets = (repeat(given_fields(given)) if given is not None
-            else map(given_fields, map(attrgetter("__pydantic_fields_set__"), records)))
-    deque(map(object.__setattr__, records, repeat("__pydantic_fields_set__"), sets), maxlen=0)
-    deque(map(object.__setattr__, records, repeat("__pydantic_extra__"), repeat(EMPTY)), maxlen=0)
+def _records(model: type[BaseModel], rows: list[dict[str, Any]], given: list[set[str]]) -> list[Any]:
+    """The model's records holding ``rows`` as their fields, as validation leaves them and
+    as ``model_post_init`` finishes them (:class:`~groundjudge.contracts._Record`): each with
+    the shared set of its given fields and the empty read-only map of unknown fields (a plain
+    record has none); made across the batch, as ``model_construct`` makes one."""
+    records = list(map(object.__new__, repeat(model, len(rows))))
+    sets = repeat(given_fields(given[0])) if len(given) == 1 else map(given_fields, given)
+    for name, values in (("__dict__", rows), ("__pydantic_fields_set__", sets),
+                         ("__pydantic_extra__", repeat(EMPTY)), ("__pydantic_private__", repeat(None))):
+        deque(map(object.__setattr__, records, repeat(name), values), maxlen=0)
+    return records
 
 
 @cache
-def _reader() -> tuple[msgspec.json.Decoder[list[_PlainTrace]], SchemaValidator]:
-    return msgspec.json.Decoder(list[_PlainTrace], dec_hook=_offsets), _made_from_fields(Trace)
+def _decoder(model: type[BaseModel]) -> msgspec.json.Decoder[list[Any]]:
+    return msgspec.json.Decoder(GenericAlias(list, (_SHAPES[model].struct,)), dec_hook=_offsets)
 
 
 def plain_records(model: type[BaseModel], lines: bytes) -> list[Any] | None:
-    """The records of ``lines`` (a JSON array of JSON objects) when ``model`` is
-    :class:`~groundjudge.contracts.Trace` and every one is of the plain shape; else None (the
-    batch is left to pydantic)."""
-    if model is not Trace:
+    """The records of ``lines`` (a JSON array of JSON objects) when ``model`` is a trace,
+    golden case or corpus chunk and every one is of the plain shape; else None (the batch is
+    left to pydantic)."""
+    shape = _SHAPES.get(model)
+    if shape is None:
         return None
-    decoder, made = _reader()
     try:
-        plains = decoder.decode(lines)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        if shape.strings_shared:
+            kind = GenericAlias(list, (shape.struct,))
+            plains = msgspec.convert(from_json(lines, allow_inf_nan=False, cache_strings=True), kind, dec_hook=_offsets)
+        else:
+            plains = _decoder(model).decode(lines)
+    except (ValueError, msgspec.DecodeError, msgspec.ValidationError):  # (pydantic-core: invalid JSON)
         return None
-    rows, given = _rows(plains)
+    rows, given = _rows(plains, model, shape)
     del plains  # (their values are the rows' now)
-    records: list[Any] = made.validate_python(rows)
-    _finish(records, given)
-    return records
+    return _records(model, rows, given)
