@@ -107,6 +107,15 @@ def test_the_fast_escaping_is_the_rule_by_rule_escaping(text: str) -> None:
     assert terminal(text, keep_newlines=True) == _REF_CONTROL.sub(_ref_visible, text)
 
 
+def test_an_id_with_any_one_character_is_the_rule_by_rule_code_span() -> None:
+    """``markdown_code`` takes most ids as they are (``_PLAIN_CODE``): every character, alone,
+    first, last or between others, spans as the rule by rule escaping spans it."""
+    for code in [*range(0x3000), 0xFEFF, 0xFFFD, 0x1F600, 0xE0001, 0x10FFFF]:
+        ch = chr(code)
+        for text in (ch, f"{ch}a", f"a{ch}", f"a{ch}b", f"{ch} a {ch}"):
+            assert markdown_code(text) == _ref_markdown_code(text), repr(text)
+
+
 # Most values of a report have nothing to escape and take a shorter way: plain words, digits,
 # punctuation that makes no markup, and the characters that make markup only at a line's start.
 _PLAIN = st.sampled_from(list("abc XYZ 019 .,:;'\"()/!?=%$@é日-#+>"))

@@ -67,6 +67,9 @@ _MARKUP_AROUND = re.compile(r"(?=[<_])(?:<(?=[A-Za-z/!?])|(?<![^\W_])_|_(?![^\W_
 # those of them that are markup (a line break or control is shown on one line first).
 _MARKDOWN_CHARS = re.compile(f"[{_CONTROL}\n\t\u2028\u2029\\\\`*\\[\\]|~&<_]")
 _MARKUP_CHARS = frozenset(_ALWAYS_MARKUP + "<_")
+# An id with nothing a code span must change (no line break, control, pipe or backtick, and no
+# space first, the one way a space can matter) is its span's body as it is: one match in C tells.
+_PLAIN_CODE = re.compile(f"[^ {_CONTROL}\n\t\u2028\u2029|`][^{_CONTROL}\n\t\u2028\u2029|`]*")
 
 
 def terminal(text: object, *, keep_newlines: bool = False) -> str:
@@ -142,7 +145,10 @@ def markdown_code(text: object) -> str:
     >>> markdown_code("a`b")
     '``a`b``'
     """
-    body = _one_line(text)
+    body = str(text)
+    if _PLAIN_CODE.fullmatch(body) is not None:  # most ids
+        return f"`{body}`"
+    body = _one_line(body)
     if "|" in body:
         body = body.replace("|", "\\|")
     fence = "`" * (max(map(len, _BACKTICKS.findall(body)), default=0) + 1) if "`" in body else "`"
