@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -46,7 +47,7 @@ def run(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, r
 
 
 def replace(item: JudgeItem, **changes: Any) -> JudgeItem:
-    return dataclasses.replace(item, **changes)
+    return msgspec.structs.replace(item, **changes)
 
 
 # ---------------------------------------------------------------------------------- the key
