@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -46,7 +47,7 @@ def run(srv: ScriptedOpenAIServer, items: list[JudgeItem], cache_dir: Path, *, r
 
 
 def replace(item: JudgeItem, **changes: Any) -> JudgeItem:
-    return dataclasses.replace(item, **changes)
+    return msgspec.structs.replace(item, **changes)
 
 
 # ---------------------------------------------------------------------------------- the key
@@ -84,6 +85,36 @@ def test_key_is_the_hash_of_the_canonical_json_document() -> None:
     # text that is not valid Unicode is refused as before (it cannot be written as UTF-8)
     with pytest.raises(UnicodeEncodeError):
         cache_key(RUBRIC, "m", SETTINGS.decoding(), replace(ITEMS[0], answer="half \udcff"))
+
+
+def test_keys_stay_those_of_every_earlier_version(tmp_path: Path) -> None:
+    """Users' caches are found by these keys: for varied items (text of every kind, no contexts,
+    no expected answer, lists where tuples are usual) the key is the one earlier versions made,
+    whether made alone (``cache_key``) or by the engine for a batch of items it looks up."""
+    decoding = {"temperature": 0.0, "seed": 7, "max_tokens": 700}
+    items = [
+        JudgeItem(case_id="q1", config_id="base", question="How many days?", contexts=(("a#1", "Staff get 15 days."),),
+                  answer="15 days [a#1].", citations=("a#1",), expected_answer="15 days"),
+        JudgeItem(case_id="q2", config_id="cand", question="Où est le café ? 😀",
+                  contexts=[("é#1", "Le café\nest \"ici\"\t\u2028."), ("b#2", "")], answer="Ici.\u2029", citations=[],
+                  expected_answer=None),
+        JudgeItem(case_id="q3", config_id="cand", question="", contexts=(), answer="", citations=(), expected_answer=""),
+        JudgeItem(case_id="q4", config_id="x", question="q\x00\x1f\x7f",
+                  contexts=(("c#1", "<b>&amp;</b>/\\"), ("c#2", "two"), ("c#3", "three")), answer="a\ufeff",
+                  citations=("c#2", "c#1", "zz"), expected_answer="\\u0041"),
+    ]
+    before = ["17c7c7c3fe69f4b2fb0ec4be7ca30f81ca6b508e66a27cb3e99759c5d27a4d43",
+              "3716bc7c40f0f619113895fb41099f5a1ac9f85b865ea720265720ae7de508fd",
+              "e48784456e696e40d6b0c2d5106af47df636ea59e771927231a822dfdcea1fa0",
+              "02f2761dea12000e3b8a23af59fa1849c288f382d292743385c6b787a7b37a0b"]
+    assert [cache_key(RUBRIC, "judge-test-1", decoding, item) for item in items] == before
+    cache = JudgeCache(tmp_path / "cache")
+    try:
+        engine = JudgeEngine(rubric=RUBRIC, cache=cache, model="judge-test-1", decoding=decoding)
+        looked = engine.from_cache_only(items, [None] * len(items))
+    finally:
+        cache.close()
+    assert [key for _, key, _ in looked] == before
 
 
 def test_key_is_deterministic_and_hex() -> None:

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from pydantic import TypeAdapter
 
@@ -303,7 +304,7 @@ def test_the_rubric_is_locked_and_its_prompts_defuse_injected_delimiters() -> No
     for q in claim_questions(RUBRIC, plan):
         user = q.messages[-1]["content"]
         assert user.count("<<<DATA") == user.count("DATA>>>") == 1 + len(CONTEXTS) + 1
-    assert dataclasses.replace(hostile).answer in hostile.answer
+    assert msgspec.structs.replace(hostile).answer in hostile.answer
 
 
 def test_question_key_is_the_hash_of_the_canonical_json_document() -> None:

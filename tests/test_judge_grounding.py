@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from groundjudge.judge.cache import JudgeCache
@@ -156,7 +157,7 @@ def test_v2_without_logprobs_keeps_the_confidence_unknown_and_the_sampled_word_d
 def test_v2_cited_support_uses_the_terms_of_what_the_claim_cites(tmp_path: Path) -> None:
     answer = "Requests go to the line manager [leave#2]. Full-time staff get 18 days [leave#2]."
     case_item = item(answer, expected=None)
-    case_item = case_item.__class__(**{**case_item.__dict__, "citations": ()})
+    case_item = case_item.__class__(**{**msgspec.structs.asdict(case_item), "citations": ()})
     with ScriptedOpenAIServer(judge_script({"Full-time staff get 18 days.": 0.9})) as srv:
         (case,), _ = run(srv, V2, [case_item], tmp_path / "cache")
         asked = [(statement(r.body), "leave#1" in r.body["messages"][-1]["content"]) for r in srv.requests]

@@ -109,3 +109,61 @@ def test_criterion_values_of_equal_parts_are_one_object_and_equal_to_a_made_one(
     # a label True and a label 1 are equal in Python but not the same grade: never one object
     assert CriterionValue.shared(True, 1.0).label is True and CriterionValue.shared(1, 1.0).label == 1
     assert type(CriterionValue.shared(1, 1.0).label) is int
+
+
+def test_replies_with_equal_values_keys_have_equal_criterion_values() -> None:
+    """The cached pass works a batch's criterion values out once per ``values_key``: for varied
+    claims and reply fields, equal keys give equal values (or the same error), a field's type
+    is part of its key (``True == 1``, yet only ``True`` is on a binary scale), and claims
+    with a probability or fields that are not plain text, numbers or truth values get no key."""
+    import random
+
+    from groundjudge.judge.claim_result import ClaimResult
+    from groundjudge.judge.scoring import values_key
+    from groundjudge.judge.verdict import VerdictError
+
+    criteria = [
+        Criterion(name="faithful", kind="binary", labels=[True, False], description="d", metric="faithfulness",
+                  score="claim_share"),
+        Criterion(name="cited", kind="binary", labels=[True, False], description="d", metric="citations",
+                  score="cited_claim_share"),
+        Criterion(name="support", kind="binary", labels=[True, False], description="d", metric="support",
+                  score="claim_support"),
+        Criterion(name="cited_support", kind="binary", labels=[True, False], description="d", metric="cited_sup",
+                  score="cited_claim_support"),
+        Criterion(name="correct", kind="ordinal", labels=[0, 1, 2, 3], description="d", metric="correctness",
+                  score="field", field="correctness", needs_expected_answer=True),
+        Criterion(name="concise", kind="binary", labels=[True, False], description="d", metric="concise",
+                  score="field", field="concise"),
+    ]
+    rng = random.Random(5)
+    verdicts = ("supported", "partially_supported", "unsupported", "contradicted", "unchecked")
+    classes = ("cited_support", "misattributed", "uncited", "partial", "unsupported", "contradicted", "unchecked")
+    field_values: list[object] = [True, False, 0, 1, 2, 3, 7, "complete", "wrong", "yes", None, 1.0]
+
+    def outcome(claims: list[ClaimResult], fields: dict[str, object], expected: bool) -> object:
+        try:
+            return criterion_values(criteria, claims=claims, fields=fields, has_expected_answer=expected)
+        except VerdictError as exc:
+            return ("error", str(exc))
+
+    seen: dict[tuple[object, ...], object] = {}
+    for _ in range(3000):
+        claims = [ClaimResult(claim=f"c{n}", cited=("a#1",) * rng.randrange(2), verdict=rng.choice(verdicts),
+                              support=("a#1",) * rng.randrange(2), klass=rng.choice(classes))
+                  for n in range(rng.randrange(4))]
+        fields = {name: rng.choice(field_values) for name in ("correctness", "concise") if rng.random() < 0.8}
+        expected = rng.random() < 0.7
+        key = values_key(claims, fields=fields, has_expected_answer=expected)
+        if any(type(v) is float for v in fields.values()):
+            assert key is None
+            continue
+        assert key is not None
+        assert seen.setdefault(key, outcome(claims, fields, expected)) == outcome(claims, fields, expected)
+    assert len(seen) > 100
+    one = [ClaimResult(claim="c", verdict="supported", klass="uncited")]
+    assert (values_key(one, fields={"concise": True}, has_expected_answer=True)
+            != values_key(one, fields={"concise": 1}, has_expected_answer=True))
+    assert values_key([ClaimResult(claim="c", verdict="supported", klass="uncited", confidence=0.9)],
+                      has_expected_answer=True) is None
+    assert values_key(one, fields={"extra": [1, 2]}, has_expected_answer=True) is None

@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from groundjudge.contracts import Trace
 from groundjudge.judge.item import JudgeItem
 from groundjudge.load.dataset import Dataset
@@ -24,8 +26,10 @@ from groundjudge.metrics.evaluate import MetricsRun
 from groundjudge.metrics.failures import deterministic_failures
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(msgspec.Struct, frozen=True, gc=False):
+    """The decision on one (case, config) pair; ``item``: what the judge sees, for a pair to judge.
+    A frozen msgspec struct, as :class:`JudgeItem` is: one per pair, cheap to build and to hold."""
+
     case_id: str
     config_id: str
     judge: bool
@@ -121,33 +125,28 @@ def select_cases(dataset: Dataset, metrics: MetricsRun, settings: SelectSettings
             if trace is None:
                 continue
             scored = metrics.case(config_id, case_id)
-
-            def skip(reason: str, cid: str = case_id, cfg: str = config_id) -> None:
-                skipped.append(Selection(cid, cfg, False, reason, 3, None))
-
-            if trace.error is not None:
-                skip(f"trace_error: {trace.error}")
-                continue
             unrecorded = trace.not_recorded
-            if "answer" in unrecorded:
-                skip(f"not recorded: {unrecorded['answer']}")
-                continue
-            if scored is not None and scored.behavior != "answer":
-                skip(f"decided deterministically: {scored.behavior} has no claims to judge")
-                continue
-            if not (trace.answer or "").strip():
-                skip("empty answer")
-                continue
-            if "context_chunks" in unrecorded:
+            item: JudgeItem | None = None
+            reason: str | None = None
+            if trace.error is not None:
+                reason = f"trace_error: {trace.error}"
+            elif "answer" in unrecorded:
+                reason = f"not recorded: {unrecorded['answer']}"
+            elif scored is not None and scored.behavior != "answer":
+                reason = f"decided deterministically: {scored.behavior} has no claims to judge"
+            elif not (trace.answer or "").strip():
+                reason = "empty answer"
+            elif "context_chunks" in unrecorded:
                 # every claim would be judged against nothing: a verdict about the format, not the answer
-                skip(f"no passages: {unrecorded['context_chunks']}")
-                continue
-            item, missing = judge_item(dataset, trace, pairs)
+                reason = f"no passages: {unrecorded['context_chunks']}"
+            else:
+                item, missing = judge_item(dataset, trace, pairs)
+                if item is None:
+                    reason = f"missing_text: no text for context chunk(s) {', '.join(missing)}{_text_hint(dataset)}"
+                elif sample is not None and case_id not in sample:
+                    item, reason = None, "smoke: outside the stratified sample"
             if item is None:
-                skip(f"missing_text: no text for context chunk(s) {', '.join(missing)}{_text_hint(dataset)}")
-                continue
-            if sample is not None and case_id not in sample:
-                skip("smoke: outside the stratified sample")
+                skipped.append(Selection(case_id, config_id, False, reason, 3, None))
                 continue
             failures = tuple(deterministic_failures(scored.values)) if scored else ()
             base = dataset.trace(baseline, case_id) if compare and baseline else None

@@ -9,9 +9,10 @@ calibration record.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
+
+import msgspec
 
 from groundjudge.calibrate.verdicts import ItemKey, ItemLabels
 from groundjudge.judge.results import CaseJudgement, CriterionInfo
@@ -32,7 +33,7 @@ def reversed_selections(dataset: Dataset, keys: Collection[ItemKey]) -> list[Sel
             continue
         item, _ = judge_item(dataset, trace)
         if item is not None and len(item.contexts) > 1:
-            flipped = dataclasses.replace(item, contexts=tuple(reversed(item.contexts)))
+            flipped = msgspec.structs.replace(item, contexts=tuple(reversed(item.contexts)))
             probe.append(Selection(case_id, config_id, True, "position probe", 0, flipped))
     return probe
 

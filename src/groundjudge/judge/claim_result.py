@@ -44,11 +44,14 @@ class ClaimResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     model_confidence: float | None = None
 
     def __post_init__(self) -> None:
-        # Lists given for the sequences are held as tuples, so that no claim can be changed.
-        for name in _SEQUENCES:
-            value = getattr(self, name)
-            if type(value) is list:
-                msgspec.structs.force_setattr(self, name, tuple(value))
+        # Lists given for the sequences are held as tuples, so that no claim can be changed
+        # (one test for the usual claim, whose sequences are tuples already).
+        if not (type(self.cited) is tuple and type(self.support) is tuple
+                and (self.unfound_terms is None or type(self.unfound_terms) is tuple)):
+            for name in _SEQUENCES:
+                value = getattr(self, name)
+                if type(value) is list:
+                    msgspec.structs.force_setattr(self, name, tuple(value))
 
     @classmethod
     def built(cls, **values: Any) -> Self:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groundjudge.judge.cache import CachedReply
@@ -22,8 +22,8 @@ from groundjudge.judge.client import CallFailed, CallResult
 from groundjudge.judge.item import JudgeItem
 from groundjudge.judge.pending import NO_USAGE, Pending
 from groundjudge.judge.render import render_messages
-from groundjudge.judge.results import CaseJudgement, CriterionValue
-from groundjudge.judge.scoring import criterion_values
+from groundjudge.judge.results import CaseJudgement, CriterionValue, shared_criteria
+from groundjudge.judge.scoring import criterion_values, values_key
 from groundjudge.judge.verdict import RawVerdict, VerdictError, parse_verdict, read_replies
 
 if TYPE_CHECKING:
@@ -66,11 +66,12 @@ class OneCallJson:
         read = iter(read_replies([cached.raw for cached in found if cached is not None]))
         out: list[CaseJudgement | None] = [None] * len(items)
         settled = 0
+        values_of: dict[tuple[Any, ...], Mapping[str, CriterionValue]] = {}  # the batch's distinct values
         for i, (item, key, cached) in enumerate(zip(items, keys, found, strict=True)):
             if cached is None:
                 continue
             try:
-                claims, values, reason = self._judged(item, cached.raw, next(read))
+                claims, values, reason = self._judged(item, cached.raw, next(read), values_of)
             except VerdictError:
                 continue
             out[i] = CaseJudgement(case_id=item.case_id, config_id=item.config_id, status="judged",
@@ -90,18 +91,31 @@ class OneCallJson:
     def _from_reply(self, out: Pending, raw: str) -> None:
         """``out`` judged from the reply ``raw``; :class:`VerdictError` where the reply is not a
         valid verdict."""
-        out.claims, out.criteria, out.judge_reason = self._judged(out.item, raw)  # shared values (scoring)
+        out.claims, criteria, out.judge_reason = self._judged(out.item, raw)  # shared values (scoring)
+        out.criteria = dict(criteria)
         out.status, out.raw = "judged", raw
 
     def _judged(self, item: JudgeItem, raw: str, read: RawVerdict | None = None,
-                ) -> tuple[list[ClaimResult], dict[str, CriterionValue], str]:
+                values_of: dict[tuple[Any, ...], Mapping[str, CriterionValue]] | None = None,
+                ) -> tuple[list[ClaimResult], Mapping[str, CriterionValue], str]:
         """The claims, criterion values and the judge's reason in the reply ``raw`` (``read``:
-        its one-step reading, where made); :class:`VerdictError` where it is not a valid verdict."""
+        its one-step reading, where made); :class:`VerdictError` where it is not a valid verdict.
+        ``values_of``: criterion values already worked out, by ``scoring.values_key``, each
+        held as the read-only mapping a result holds (``results.shared_criteria``); a reply
+        whose values raise is never kept there."""
         verdict = parse_verdict(raw, {cid for cid, _ in item.contexts}, answer_has_text=bool(item.answer.strip()),
                                 read=read)
         claims = claims_of(verdict)
-        values = criterion_values(self.rubric.criteria, claims=claims, fields=verdict.fields,
-                                  has_expected_answer=bool(item.expected_answer))
+        fields, has_expected = verdict.fields, bool(item.expected_answer)
+        known = None if values_of is None else values_key(claims, fields=fields, has_expected_answer=has_expected)
+        values: Mapping[str, CriterionValue]
+        if values_of is None or known is None:
+            values = criterion_values(self.rubric.criteria, claims=claims, fields=fields,
+                                      has_expected_answer=has_expected)
+        else:
+            found = values_of.get(known)
+            values = found if found is not None else values_of.setdefault(known, shared_criteria(criterion_values(
+                self.rubric.criteria, claims=claims, fields=fields, has_expected_answer=has_expected)))
         return claims, values, verdict.reason
 
     def _account(self, out: Pending, result: CallResult | None, requests: int) -> None:

@@ -128,7 +128,7 @@ _VALUES_HELD = 10_000
 _VALUES: dict[tuple[Any, ...], CriterionValue] = {}
 
 
-def _shared_criteria(values: Mapping[str, CriterionValue]) -> frozendict[str, CriterionValue]:
+def shared_criteria(values: Mapping[str, CriterionValue]) -> frozendict[str, CriterionValue]:
     """A verdict's criteria as a read-only mapping, the same one for verdicts whose values are the
     same objects (``pending.shared_values`` keeps one per distinct value): a nightly run's verdicts
     hold a handful of distinct ones. The table keeps each mapping's values alive, so an id in
@@ -148,7 +148,7 @@ _NO_CRITERIA: frozendict[str, CriterionValue] = frozendict()
 _CRITERIA_HELD = 4096
 _CRITERIA: dict[tuple[tuple[str, int], ...], frozendict[str, CriterionValue]] = {}
 # criterion name -> value: read-only, shared by the verdicts with the same values
-Criteria = Annotated[Mapping[str, CriterionValue], AfterValidator(_shared_criteria)]
+Criteria = Annotated[Mapping[str, CriterionValue], AfterValidator(shared_criteria)]
 
 
 _NOT_JUDGED_SCHEMA: JsonDict = {
@@ -203,7 +203,7 @@ class CaseJudgement(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         if self.status != "judged" and (self.criteria or self.claims or not self.reason):
             raise ValueError(f"a {self.status} case carries a reason and no scores")
         if type(self.criteria) is not frozendict:
-            msgspec.structs.force_setattr(self, "criteria", _shared_criteria(self.criteria))
+            msgspec.structs.force_setattr(self, "criteria", shared_criteria(self.criteria))
         if type(self.claims) is not tuple:
             msgspec.structs.force_setattr(self, "claims", tuple(self.claims))
         if type(self.nuggets) is not tuple:

@@ -151,6 +151,32 @@ def _relevance(criterion: Criterion, answer: tuple[float | None, bool] | None) -
                           confidence=centred(probability, criterion.cut))
 
 
+_PLAIN_FIELD_TYPES = (str, int, bool, type(None))
+
+
+def values_key(claims: Sequence[ClaimResult], *, fields: Mapping[str, Any] | None = None,
+               has_expected_answer: bool) -> tuple[Any, ...] | None:
+    """All that :func:`criterion_values` reads of these arguments (given no nuggets, relevance
+    answer or aligned reading), as a key: replies with equal keys have equal criterion values,
+    so a batch of cached replies works each distinct set of values out once. Of a claim that is
+    its verdict, its class and whether it cites; of a reply field its name, type and value (the
+    type too: ``True == 1``, but only one of them is on a binary scale). None where a part is
+    not plain (a claim with a probability, a field that is not text, a whole number, a truth
+    value or null): such values are worked out each time."""
+    parts = []
+    for c in claims:
+        if c.confidence is not None or c.cited_confidence is not None:
+            return None
+        parts.append((c.verdict, c.klass, not c.cited))
+    named = []
+    for name, value in (fields or {}).items():
+        kind = type(value)
+        if kind not in _PLAIN_FIELD_TYPES:
+            return None
+        named.append((name, kind, value))
+    return has_expected_answer, tuple(parts), tuple(named)
+
+
 def criterion_values(criteria: Sequence[Criterion], *, claims: Sequence[ClaimResult],
                      nuggets: Sequence[NuggetResult] = (), fields: Mapping[str, Any] | None = None,
                      has_expected_answer: bool, nothing_to_check: bool = False,
