@@ -82,22 +82,9 @@ def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
 
 
 def column_summaries(name: str, values: npt.NDArray[np.float64]) -> dict[str, Summary]:
-    """:func:`summaries` of one metric's values (none null) as a float64 array: the same
-    summaries, without a Python float per value. A sum adds the values in order, as Python's
-    ``sum`` does (a running sum: numpy's cumulative sum is a loop, not a pairwise one, and
-    ``0.0 +`` gives the sum an all-negative-zero column has there)."""
-    n = len(values)
-    with np.errstate(over="ignore", invalid="ignore"):  # a sum that is not finite is refused just below
-        total = 0.0 + float(np.cumsum(values)[-1]) if n else 0.0
-    if not math.isfinite(total):
-        raise _not_finite(name)
-    if name.startswith("latency_ms."):
-        ordered = np.sort(values, kind="stable").tolist()  # stable, as ``sorted`` is
-        return {f"{name}.p{q}": {"value": percentile(ordered, q), "n": n} for q in PERCENTILES}
-    out: dict[str, Summary] = {name: {"value": total / n if n else None, "n": n}}
-    if name == "cost_usd":
-        out["cost_usd.total"] = {"value": total if n else None, "n": n}
-    return out
+    """:func:`summaries` of one metric's values (none null) as a float64 array. The sums stay
+    Python's own ``sum`` (Python 3.12 adds floats differently from a loop in numpy)."""
+    return _summaries([(name, values.tolist())])
 
 
 def unknown_counts(tables: Iterable[pa.Table]) -> UnknownCounts:
@@ -139,12 +126,8 @@ def _check_finite(name: str, values: Column) -> None:
     counts it. Inputs are checked when they are read, so this never happens unless a metric
     computes one: say so rather than write a summary that hides it."""
     if values and not math.isfinite(sum(values)):
-        raise _not_finite(name)
-
-
-def _not_finite(name: str) -> ValueError:
-    return ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
-                      "(inputs are checked when read, so a metric computed it: a bug)")
+        raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
+                         "(inputs are checked when read, so a metric computed it: a bug)")
 
 
 def ordered_names(layouts: Iterable[tuple[str, ...]]) -> list[str]:

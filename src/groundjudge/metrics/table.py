@@ -55,8 +55,8 @@ class CaseFacts:
     unknown: dict[str, str] | None  # metric -> why its input was not recorded (None: nothing)
 
 
-Pair = tuple[GoldenCase, Trace, Sequence[Trace]]
-SLICE = 500  # pairs whose per-case values are Python dicts at one time  # a case, its trace, the traces of its paraphrases
+Pair = tuple[GoldenCase, Trace, Sequence[Trace]]  # a case, its trace, the traces of its paraphrases
+SLICE = 500  # pairs whose per-case values are Python dicts at one time
 
 
 def metric_batch(pairs: Sequence[Pair], corpus: Corpus, settings: MetricSettings,
