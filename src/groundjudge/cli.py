@@ -6,7 +6,6 @@ import copy
 import gc
 import json
 import re
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -319,7 +318,16 @@ def _trec_metrics(qrels: Path, run_file: Path, ks: tuple[int, ...], out_dir: Pat
     from groundjudge.report.trec_json import trec_document, write_trec_reports
 
     check_outputs(out_dir)
-    print_summary(write_trec_reports(trec_document(qrels, run_file, ks), out_dir), quiet)
+    # The records of the two files hold no reference cycles: the cyclic collector, which would
+    # walk them again and again as they are made, is paused while they are read and scored.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        doc = trec_document(qrels, run_file, ks)
+    finally:
+        if paused:
+            gc.enable()
+    print_summary(write_trec_reports(doc, out_dir), quiet)
     if not quiet:
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
 
@@ -586,6 +594,8 @@ def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -
 def history(config_path: Path | None, history_file: Path | None, metrics: tuple[str, ...], config_id: str | None,
             last: int, as_json: bool, fail_on_drop: bool) -> None:
     """Trends over past runs: each run against the previous comparable one, real drops flagged."""
+    import sqlite3
+
     from groundjudge import api
     from groundjudge.history import HistoryStore, default_metrics, trend
     from groundjudge.report.numbers import number
