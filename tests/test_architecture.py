@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "groundjudge"
 RANK = {
     "contracts": 0, "frozen": 0, "versions": 0, "files": 0, "provenance": 0, "errors": 0, "parallel": 0,
     "inert": 0, "urls": 0, "strict_json": 0, "distributed": 0,
-    "load": 1, "config": 1,
+    "load": 1, "config": 1, "config_file": 1, "trec_config": 1,
     "metrics": 2,
     "select": 3, "profiles": 3,
     "judge": 4,

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from groundjudge.config import Config, apply_environment, load_config
 from groundjudge.errors import InputError, InputProblem, StorageError
+from groundjudge.files import check_outputs as check_outputs  # noqa: PLC0414 -- re-exported: part of the API
 
 # Stages are imported where they are used: `groundjudge metrics` never loads the judge client
 # or scikit-learn, so it starts as fast as a plain script.
@@ -140,20 +141,6 @@ def _needs_golden(fmt: str, traces: Sequence[Path]) -> bool:
 
     name = detect_format(None, traces) if fmt == AUTO else fmt
     return name == NATIVE or get_format(name).needs_golden
-
-
-def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:
-    """Exit-2 input errors, before any work, for a run folder (``--out``) that is a file or may
-    not be written, and for report ``files`` (``--junit``) that could not be written: finding
-    out after the judge has been paid for would lose the run's reports."""
-    from groundjudge.files import file_problem, folder_problem
-
-    problem = folder_problem(Path(out_dir))
-    if problem:
-        raise InputError.one(out_dir, None, where, problem)
-    for path in files:
-        if path is not None and (problem := file_problem(Path(path))):
-            raise InputError.one(path, None, None, problem)
 
 
 def rubric_for(config: Config) -> Rubric:

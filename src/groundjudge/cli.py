@@ -6,7 +6,6 @@ import copy
 import gc
 import json
 import re
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from groundjudge.inert import terminal, terminal_json
 from groundjudge.urls import redact_url
 
 if TYPE_CHECKING:
-    from groundjudge.report.metrics_document import MetricsDocument
+    from groundjudge.report.document_view import MetricsView
 
 # Heavy modules (the judge client, scikit-learn, rich, the report renderers) are imported inside
 # the commands that use them: `groundjudge metrics` and `--help` start in a fraction of a second.
@@ -72,7 +71,7 @@ def default_out() -> Path:
     return Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def print_summary(doc: MetricsDocument, quiet: bool) -> None:
+def print_summary(doc: MetricsView, quiet: bool) -> None:
     if quiet:
         return
     from rich.console import Console
@@ -282,13 +281,21 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
     """Deterministic metrics only (no model): writes metrics.json and report.md.
 
     With --profile, the profile's own knobs (listed below with the profile's name) apply too."""
-    from groundjudge import api
-
-    config = api.resolve_config(config_path, {
+    flags = {
         "inputs.golden": golden, "inputs.traces": traces, "inputs.corpus": corpus, "inputs.qrels": qrels,
         "inputs.run": run_file, "inputs.format": fmt, "inputs.live": live,
         "inputs.config_attribute": config_attribute, "inputs.case_attribute": case_attribute, "metrics.ks": ks, "output.out": out,
-        **profile_flags(click.get_current_context(), profile)})
+        **profile_flags(click.get_current_context(), profile)}
+    if profile is None:
+        from groundjudge.trec_config import trec_settings
+
+        trec = trec_settings(config_path, flags)
+        if trec is not None:  # TREC files alone: the same files, without building the settings models
+            _trec_metrics(trec.qrels, trec.run, trec.ks, trec.out or default_out(), quiet)
+            return
+    from groundjudge import api
+
+    config = api.resolve_config(config_path, flags)
     if profile:
         config = api.for_profile(config, profile)  # both halves read the inputs in the profile's format
     out_dir = config.output.out or default_out()
@@ -302,6 +309,27 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
     if result is not None and result.passed is False:
         sys.exit(1)
+
+
+def _trec_metrics(qrels: Path, run_file: Path, ks: tuple[int, ...], out_dir: Path, quiet: bool) -> None:
+    """``metrics`` on TREC qrels and a run given alone, in the steps and with the errors of the
+    general path: the output folder checked, the files read and evaluated, the reports written."""
+    from groundjudge.files import check_outputs
+    from groundjudge.report.trec_json import trec_document, write_trec_reports
+
+    check_outputs(out_dir)
+    # The records of the two files hold no reference cycles: the cyclic collector, which would
+    # walk them again and again as they are made, is paused while they are read and scored.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        doc = trec_document(qrels, run_file, ks)
+    finally:
+        if paused:
+            gc.enable()
+    print_summary(write_trec_reports(doc, out_dir), quiet)
+    if not quiet:
+        click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
 
 
 @main.command(cls=ProfileKnobsCommand)
@@ -566,6 +594,8 @@ def batch_collect(run_dir: Path, wait: float, junit: Path | None, quiet: bool) -
 def history(config_path: Path | None, history_file: Path | None, metrics: tuple[str, ...], config_id: str | None,
             last: int, as_json: bool, fail_on_drop: bool) -> None:
     """Trends over past runs: each run against the previous comparable one, real drops flagged."""
+    import sqlite3
+
     from groundjudge import api
     from groundjudge.history import HistoryStore, default_metrics, trend
     from groundjudge.report.numbers import number

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from groundjudge.config_file import DEFAULT_KS, ENVIRONMENT, config_file, environment_settings, read_config_file
 from groundjudge.errors import InputError, InputProblem
 
 
@@ -49,7 +49,7 @@ class InputsConfig(_Section):
 
 
 class MetricsConfig(_Section):
-    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
 
     @field_validator("ks")
     @classmethod
@@ -235,14 +235,6 @@ class Config(_Section):
     source: Path | None = None
 
 
-def _resolve(base: Path, value: Any) -> Any:
-    if isinstance(value, str):
-        return os.path.normpath(base / value) if not Path(value).is_absolute() else value
-    if isinstance(value, list):
-        return [_resolve(base, v) for v in value]
-    return value
-
-
 def _holds_path(annotation: Any) -> bool:
     return annotation is Path or any(_holds_path(arg) for arg in get_args(annotation))
 
@@ -251,43 +243,13 @@ PATH_FIELDS = {("inputs", name) for name, field in InputsConfig.model_fields.ite
     ("output", "out"), ("output", "history"), ("judge", "rubrics_dir"), ("cache", "dir"), ("local", "models_dir"),
     ("trust", "records_dir")}
 
-# GROUNDJUDGE_* environment variables and the setting each one sets
-ENVIRONMENT = {
-    "GROUNDJUDGE_BASE_URL": ("judge", "base_url"),
-    "GROUNDJUDGE_MODEL": ("judge", "model"),
-    "GROUNDJUDGE_CONCURRENCY": ("judge", "concurrency"),
-    "GROUNDJUDGE_CACHE_DIR": ("cache", "dir"),
-    "GROUNDJUDGE_MODELS_DIR": ("local", "models_dir"),
-    "GROUNDJUDGE_LOCAL_THREADS": ("local", "threads"),
-}
-
 
 def load_config(path: str | Path | None) -> Config:
     """Read a TOML config; with ``None``, use ``groundjudge.toml`` in the working directory if any."""
+    path = config_file(path)
     if path is None:
-        default = Path("groundjudge.toml")
-        if not default.exists():
-            return Config()
-        path = default
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError.one(path, None, None, "config file not found") from None
-    except IsADirectoryError:
-        raise InputError.one(path, None, None, "is a folder, expected a TOML config file") from None
-    except RecursionError:
-        raise InputError.one(path, None, None, "nested too deeply to read") from None
-    except UnicodeDecodeError:
-        raise InputError.one(path, None, None, "config file is not valid UTF-8") from None
-    except OSError as exc:
-        raise InputError.one(path, None, None, f"cannot read the config file: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError.one(path, getattr(exc, "lineno", None), None, f"invalid TOML: {exc}") from None
-    base = path.resolve().parent
-    for section, name in PATH_FIELDS:
-        if isinstance(raw.get(section), dict) and name in raw[section]:
-            raw[section][name] = _resolve(base, raw[section][name])
+        return Config()
+    raw = read_config_file(path, PATH_FIELDS)
     try:
         config = Config.model_validate(raw)
     except ValidationError as exc:
@@ -324,9 +286,8 @@ def apply_environment(config: Config, environ: dict[str, str] | None = None) -> 
     """Environment variables override the config file (and are overridden by flags)."""
     environ = dict(os.environ) if environ is None else environ
     data = config.model_dump()
-    for var, (section, name) in ENVIRONMENT.items():
-        if environ.get(var):
-            data[section][name] = environ[var]
+    for (section, name), value in environment_settings(environ).items():
+        data[section][name] = value
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from groundjudge.errors import InputError
+
 _ATTEMPTS = 100
 
 
@@ -69,6 +71,18 @@ def file_problem(path: Path) -> str | None:
     if path.exists() and not os.access(path, os.W_OK):
         return f"{path} cannot be written by this user"
     return folder_problem(path.parent)
+
+
+def check_outputs(out_dir: str | Path, *files: str | Path | None, where: str = "out") -> None:
+    """Exit-2 input errors, before any work, for a run folder (``--out``) that is a file or may
+    not be written, and for report ``files`` (``--junit``) that could not be written: finding
+    out after the judge has been paid for would lose the run's reports."""
+    problem = folder_problem(Path(out_dir))
+    if problem:
+        raise InputError.one(out_dir, None, where, problem)
+    for path in files:
+        if path is not None and (problem := file_problem(Path(path))):
+            raise InputError.one(path, None, None, problem)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,9 +14,8 @@ from groundjudge.report.numbers import number, summary
 from groundjudge.report.review_section import review_lines
 
 if TYPE_CHECKING:
-    from groundjudge.metrics.value import MetricValue
     from groundjudge.report.document import CalibrationSummary, DecidingRecord, RecordListing, ReportDocument
-    from groundjudge.report.metrics_document import MetricsDocument
+    from groundjudge.report.document_view import MetricsView, ValueView
 
 HEADLINE = (
     "hit@5", "recall@5", "recall@10", "mrr@10", "mrr", "ndcg@10", "ndcg_exp@10", "map", "r_precision",
@@ -28,7 +27,7 @@ HEADLINE = (
 TAG_METRICS = ("recall@5", "mrr@10", "context_recall", "behavior_correct", "must_contain")
 
 
-def fmt(value: MetricValue | None) -> str:
+def fmt(value: ValueView | None) -> str:
     return summary(value)
 
 
@@ -44,14 +43,14 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def _report(doc: MetricsDocument) -> ReportDocument | None:
+def _report(doc: MetricsView) -> ReportDocument | None:
     """``doc`` when it is a run's report (with judge, gates and calibration), else None. (No
     report can exist before its module is loaded: a metrics document alone never loads it.)"""
     loaded = sys.modules.get("groundjudge.report.document")
     return doc if loaded is not None and isinstance(doc, loaded.ReportDocument) else None
 
 
-def _leak_lines(doc: MetricsDocument) -> list[str]:
+def _leak_lines(doc: MetricsView) -> list[str]:
     """ACL leaks, said in terms of the verdict: leaks in a gated config block it; leaks in a
     config no gate covers are critical for that config but do not change this verdict."""
     leaks = {cfg: [cid for cid, d in doc.per_config[cfg].case_details.items() if d.acl_leaks]
@@ -76,7 +75,7 @@ def _leak_lines(doc: MetricsDocument) -> list[str]:
     return out + [""]
 
 
-def _unrecorded_lines(doc: MetricsDocument) -> list[str]:
+def _unrecorded_lines(doc: MetricsView) -> list[str]:
     """The metrics left without cases because the inputs did not record what they read, per
     config and reason: null, never 0, and no finding."""
     found: dict[tuple[str, str], list[str]] = {}
@@ -94,12 +93,12 @@ def _unrecorded_lines(doc: MetricsDocument) -> list[str]:
     return out
 
 
-def headline_metrics(doc: MetricsDocument) -> list[str]:
+def headline_metrics(doc: MetricsView) -> list[str]:
     present = {m for cfg in doc.per_config.values() for m in cfg.aggregate}
     return [m for m in HEADLINE if m in present] or sorted(present)
 
 
-def _skipped_lines(skipped: dict[str, str] | None) -> list[str]:
+def _skipped_lines(skipped: Mapping[str, str] | None) -> list[str]:
     """Traces an export held that could not be graded, counted by reason (a night's export can
     skip thousands for one reason), with one trace id as an example of each."""
     if not skipped:
@@ -113,9 +112,10 @@ def _skipped_lines(skipped: dict[str, str] | None) -> list[str]:
     return lines
 
 
-def render_markdown(doc: MetricsDocument, *, top_failed: int = 15, title: str = "groundjudge metrics report",
+def render_markdown(doc: MetricsView, *, top_failed: int = 15, title: str = "groundjudge metrics report",
                     preface: str = "") -> str:
-    """report.md of ``doc``: a run's metrics document, or its whole report (a
+    """report.md of ``doc``: a run's metrics document (typed, or a dict's view:
+    :mod:`.document_view`), or its whole report (a
     :class:`~groundjudge.report.document.ReportDocument`: then with the judge's findings among
     the failed cases, the gates' view of ACL leaks, and calibration)."""
     configs = doc.configs
@@ -185,7 +185,7 @@ def render_markdown(doc: MetricsDocument, *, top_failed: int = 15, title: str = 
     return "\n".join(out)
 
 
-def _top_failed(doc: MetricsDocument, report: ReportDocument | None, n: int,
+def _top_failed(doc: MetricsView, report: ReportDocument | None, n: int,
                 ) -> tuple[int, list[tuple[str, str, str, list[str]]]]:
     """How many (config, case) pairs went wrong somewhere, and the first ``n`` of them by stage
     (in pipeline order), then most failed checks, config and case: (config, case, stage, failed
@@ -217,7 +217,7 @@ def _top_failed(doc: MetricsDocument, report: ReportDocument | None, n: int,
                    for stage, _, cfg, cid in top]
 
 
-def _version_lines(doc: MetricsDocument) -> list[str]:
+def _version_lines(doc: MetricsView) -> list[str]:
     """The versions the traces carry (eval set, corpus, chunking, index, prompt, generator...),
     per config: what a number in this report was measured on."""
     per = {cfg: doc.per_config[cfg].versions for cfg in doc.configs}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from groundjudge.metrics.value import MetricValue
+    from groundjudge.report.document_view import ValueView
 
 MISSING = "–"
 
@@ -19,7 +19,7 @@ def number(value: float | None, digits: int | None = None, *, missing: str = MIS
     return f"{value:.{digits}f}"
 
 
-def summary(value: MetricValue | None, digits: int | None = None) -> str:
+def summary(value: ValueView | None, digits: int | None = None) -> str:
     """A mean with its denominator: the value and n; ``null (n=0)`` when undefined, a dash when
     there is no such metric."""
     if value is None:

@@ -1,4 +1,5 @@
-"""The metrics document for TREC qrels + run input, in the same shape as for traces."""
+"""The metrics document for TREC qrels + run input, in the same shape as for traces, and its
+files: metrics.json as built, report.md rendered from the document read in place (no model)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from groundjudge.files import write_json_atomic, write_text_atomic
 from groundjudge.load.trec import read_qrels, read_run
 from groundjudge.metrics.retrieval import evaluate_trec
 from groundjudge.provenance import provenance
+from groundjudge.report.document_view import MetricsView, view_of
+from groundjudge.report.markdown import render_markdown
 from groundjudge.versions import SCHEMA_VERSION
 
 
@@ -40,3 +44,14 @@ def trec_document(qrels_path: Path, run_path: Path, ks: Sequence[int]) -> dict[s
         },
         "per_case": per_query,
     }
+
+
+def write_trec_reports(doc: dict[str, Any], out_dir: Path) -> MetricsView:
+    """metrics.json and report.md of ``doc`` (as :func:`trec_document` built it) in ``out_dir``:
+    the files :func:`groundjudge.api.write_metrics_reports` writes from it, without validating
+    it into the typed document. Returns the view report.md was rendered from."""
+    view = view_of(doc)
+    text = render_markdown(view)
+    write_json_atomic(out_dir / "metrics.json", doc)
+    write_text_atomic(out_dir / "report.md", text)
+    return view
