@@ -318,15 +318,7 @@ def _trec_metrics(qrels: Path, run_file: Path, ks: tuple[int, ...], out_dir: Pat
     from groundjudge.report.trec_json import trec_document, write_trec_reports
 
     check_outputs(out_dir)
-    # The records of the two files hold no reference cycles: the cyclic collector, which would
-    # walk them again and again as they are made, is paused while they are read and scored.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        doc = trec_document(qrels, run_file, ks)
-    finally:
-        if paused:
-            gc.enable()
+    doc = trec_document(qrels, run_file, ks)
     print_summary(write_trec_reports(doc, out_dir), quiet)
     if not quiet:
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
