@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from copy import deepcopy
 from typing import Any
 
 import msgspec
@@ -74,6 +75,7 @@ def check(lines: list[str], model: type[BaseModel] = Trace) -> list[Any] | None:
 ids = st.sampled_from(["d0#1", "pool7#1", "", " ", "\t", "é#1", "\u00a0", "a\u0000b", "🙂"]) | st.text(max_size=4)
 numbers = (st.integers(-3, 3) | st.integers(-(10**20), 10**20) | st.floats(allow_nan=True, allow_infinity=True)
            | st.sampled_from([0.0, -0.0, 1e12, 1e12 + 1, 10**15, 10**15 + 1, 2**53 + 1, 0.1, 5e-324]))
+# (the lists and objects here are the same objects on every draw: a test copies one before changing it)
 odd = st.sampled_from([None, True, False, "5", "x", [], {}, [1, 2], {"a": 1}])
 anything = numbers | odd | ids
 
@@ -159,7 +161,7 @@ def trace_lines(draw: st.DrawFn) -> str:
             items = record[name]
             i = draw(st.integers(0, len(items) - 1))
             if not isinstance(items[i], dict) or draw(st.booleans()):
-                items[i] = draw(edge | ids)
+                items[i] = deepcopy(draw(edge | ids))
                 continue
             target, names = items[i], CHUNK[name]
         elif where == "map":
@@ -168,7 +170,7 @@ def trace_lines(draw: st.DrawFn) -> str:
         if draw(st.integers(0, 5)) == 0 and key in target:
             del target[key]
         else:
-            target[key] = draw(edge | ids | fields.get(key, edge))
+            target[key] = deepcopy(draw(edge | ids | fields.get(key, edge)))
     pairs = list(record.items())
     if pairs and draw(st.integers(0, 5)) == 0:
         pairs.append((pairs[0][0], draw(ids | anything)))  # a key given twice
@@ -258,15 +260,15 @@ def changed(draw: st.DrawFn, line: str, names: list[str], nested: list[str]) -> 
         if lists and draw(st.integers(0, 2)) == 0:
             target = record[draw(st.sampled_from(lists))]
             if isinstance(target, list):
-                target[draw(st.integers(0, len(target) - 1))] = draw(edge | ids)
+                target[draw(st.integers(0, len(target) - 1))] = deepcopy(draw(edge | ids))
             else:
-                target[draw(st.sampled_from([*target, "", "x"]))] = draw(edge | ids)
+                target[draw(st.sampled_from([*target, "", "x"]))] = deepcopy(draw(edge | ids))
             continue
         key = draw(st.sampled_from([*names, *nested, "extra", "model_extra"]))
         if draw(st.integers(0, 5)) == 0 and key in record:
             del record[key]
         else:
-            record[key] = draw(edge | ids | st.lists(ids, max_size=2) | st.just({"tenant": "t", "roles": ["r"]}))
+            record[key] = deepcopy(draw(edge | ids | st.lists(ids, max_size=2) | st.just({"tenant": "t", "roles": ["r"]})))
     pairs = list(record.items())
     if pairs and draw(st.integers(0, 5)) == 0:
         pairs.append((pairs[0][0], draw(ids | anything)))  # a key given twice
