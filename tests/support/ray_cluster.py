@@ -23,6 +23,10 @@ WORKER_NODES = 2
 
 
 def main(temp_dir: str) -> None:
+    # Ray writes the cluster's address under $RAY_TMPDIR/ray (default /tmp/ray, which it does not
+    # make): the test's own folder instead, so that nothing is written outside it
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
     common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 1024 * 1024}
     cluster = Cluster(initialize_head=True, head_node_args={
         **common, "num_cpus": 0, "include_dashboard": False, "temp_dir": temp_dir})
