@@ -1,8 +1,9 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
-All records are frozen pydantic models, except a trace's chunks and citations: frozen msgspec
-structs (a nightly set holds millions of them; a struct takes far less memory than a model, and
-the garbage collector does not track it), validated by pydantic the same way. Immutable all the
+All records are frozen pydantic models, except a trace and its chunks and citations: frozen
+msgspec structs (a nightly set holds hundreds of thousands of traces and millions of chunks; a
+struct takes far less memory than a model, and the garbage collector does not track it),
+validated by pydantic the same way (the same checks, errors and JSON schema). Immutable all the
 way down: sequences are tuples and mappings read-only (``frozendict``), so no record changes
 once loaded and no two records share anything that could. Unknown fields are kept
 (``extra="allow"``) so that a team's own annotations travel through to the reports untouched.
@@ -311,6 +312,8 @@ def _trace_unrecorded(value: Any) -> Any:
     return _not_recorded(value, TRACE_UNRECORDABLE, "trace")
 
 
+# A trace's fields as pydantic reads and writes them (see Trace): the names, types, defaults and
+# checks the model had, and its title and description, which the published JSON schema states.
 @with_config(ConfigDict(title="Trace", extra="allow", str_strip_whitespace=False, allow_inf_nan=False))
 class TraceFields(TypedDict):
     """What one system config did for one case (SPEC 3.2)."""

@@ -1,17 +1,19 @@
-"""Records of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace's
-chunks straight into their structs, no Python call per field or per chunk.
+"""Records of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace
+and its chunks straight into their structs, no Python call per field or per chunk.
 
 A trace, golden case or corpus chunk as most files write it (the declared fields only, but for
 a few left to pydantic; a chunk as an object of its declared fields or as its id alone; a
-number for every number) is decoded into a struct that mirrors its contract
-(:class:`~groundjudge.contracts.Trace`, :class:`~groundjudge.contracts.GoldenCase`,
-:class:`~groundjudge.contracts.CorpusChunk`) with the contract's bounds (:class:`msgspec.Meta`),
-then made into the very record pydantic would make: the same values, types and given fields.
-Anything else (an unknown field, ``not_recorded``, a case's ``user_context``, a chunk's ``acl``,
-a number written as text, a total given as a bare number, offsets that are not two integers)
-fails the whole batch here, and the caller validates that batch with pydantic, which keeps or
-names everything as it always has. So this path accepts only what the contract accepts; a test
-compares the two on generated lines of every shape.
+number for every number) is decoded with the contract's bounds (:class:`msgspec.Meta`). A trace
+is decoded into :class:`~groundjudge.contracts.Trace` itself (a struct), then finished across
+the batch as validation finishes one. A golden case or corpus chunk is decoded into a struct
+that mirrors its contract (:class:`~groundjudge.contracts.GoldenCase`,
+:class:`~groundjudge.contracts.CorpusChunk`), then made into the very record pydantic would
+make: the same values, types and given fields. Anything else (an unknown field,
+``not_recorded``, a case's ``user_context``, a chunk's ``acl``, a number written as text, a
+total given as a bare number, offsets that are not two integers) fails the whole batch here,
+and the caller validates that batch with pydantic, which keeps or names everything as it always
+has. So this path accepts only what the contract accepts; a test compares the two on generated
+lines of every shape.
 """
 
 from __future__ import annotations
