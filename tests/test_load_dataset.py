@@ -62,7 +62,7 @@ def test_loaded_records_cannot_be_changed_and_share_nothing_changeable() -> None
         "set a corpus chunk's text": lambda: setattr(chunk, "text", "changed"),
         "append to its section path": lambda: chunk.section_path.append("x"),
         "add to its given fields": lambda: case.model_fields_set.add("difficulty"),
-        "merge into a trace's given fields": lambda: trace.model_fields_set.update({"error"}),
+        "set a trace's unknown field": lambda: trace.model_extra.__setitem__("team", "x"),
     }
     for what, attempt in attempts.items():
         with pytest.raises((TypeError, AttributeError, ValidationError)):

@@ -25,7 +25,8 @@ PYDANTIC = {model: TypeAdapter(list[model]) for model in (Trace, GoldenCase, Cor
 
 def same(a: Any, b: Any, where: str = "record") -> None:
     """``a`` and ``b`` equal, with the same type at every level (tuples, read-only mappings,
-    structs, models with their given fields and unknown fields)."""
+    structs, models with their given fields and unknown fields; a trace, a struct, has no given
+    fields: its unknown fields and what pydantic writes of it)."""
     assert type(a) is type(b), f"{where}: {type(a)} != {type(b)}"
     if isinstance(a, BaseModel):
         state_a, state_b = a.__getstate__(), b.__getstate__()
@@ -37,6 +38,10 @@ def same(a: Any, b: Any, where: str = "record") -> None:
     elif isinstance(a, msgspec.Struct):
         for name in a.__struct_fields__:
             same(getattr(a, name), getattr(b, name), f"{where}.{name}")
+        if isinstance(a, Trace):
+            assert a.model_dump_json() == b.model_dump_json(), where
+            assert a.versions is b.versions, where  # the one map of these versions
+            return
         if isinstance(a.chunk_id, str):  # a chunk's ids: one string per value across the run
             assert a.chunk_id is sys.intern(a.chunk_id), where
         if isinstance(getattr(a, "doc_id", None), str):

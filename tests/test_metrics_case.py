@@ -239,8 +239,8 @@ def test_a_ranking_already_in_trec_order_is_the_one_trec_order_gives():
         scores = [rng.choice([1.0, 0.5, 0.25, rng.random(), -0.0, 0.0]) for _ in range(n)]
         if rng.random() < 0.5:
             scores.sort(reverse=True)
-        trace = Trace(query_id="q", config_id="c", retrieved_chunks=[
-            {"chunk_id": cid, "score": score} for cid, score in zip(ids, scores)])
+        trace = Trace.model_validate({"query_id": "q", "config_id": "c", "retrieved_chunks": [
+            {"chunk_id": cid, "score": score} for cid, score in zip(ids, scores)]})
         best: dict[str, float] = {}
         for cid, score in zip(ids, scores):
             best[cid] = max(best.get(cid, float("-inf")), score)
@@ -248,7 +248,8 @@ def test_a_ranking_already_in_trec_order_is_the_one_trec_order_gives():
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="finite number"):  # a NaN score never gets this far
-        Trace(query_id="q", config_id="c", retrieved_chunks=[{"chunk_id": "a", "score": float("nan")}])
+        Trace.model_validate({"query_id": "q", "config_id": "c",
+                              "retrieved_chunks": [{"chunk_id": "a", "score": float("nan")}]})
 
 
 def test_a_traces_constraints_echo_is_read_from_its_read_only_unknown_fields():
@@ -284,8 +285,8 @@ def test_doc_recall_counts_each_wanted_document_found_in_the_top_k():
     ks = (1, 2, 3, 5, 10)
     for _ in range(1500):
         ids = [f"c{rng.randint(0, 10)}" for _ in range(rng.randint(0, 9))]
-        trace = Trace(query_id="q", config_id="c", retrieved_chunks=[
-            {"chunk_id": cid, **({"doc_id": rng.choice(["d1", "d9"])} if rng.random() < 0.3 else {})} for cid in ids])
+        trace = Trace.model_validate({"query_id": "q", "config_id": "c", "retrieved_chunks": [
+            {"chunk_id": cid, **({"doc_id": rng.choice(["d1", "d9"])} if rng.random() < 0.3 else {})} for cid in ids]})
         relevance = {f"c{rng.randint(0, 10)}": rng.randint(0, 3) for _ in range(rng.randint(0, 4))}
         expected = rng.choice([None, (), tuple(rng.sample(["d0", "d1", "d2", "d9"], rng.randint(1, 3)))])
         case = GoldenCase(id="q", question="q?", relevance=relevance, expected_doc_ids=expected)
@@ -304,8 +305,8 @@ def test_a_ranking_with_a_missing_score_keeps_the_traces_order_each_id_once():
     from groundjudge.metrics.case import ranking_of
 
     def ranked(*chunks: tuple[str, float | None]) -> list[str]:
-        return ranking_of(Trace(query_id="q", config_id="c", retrieved_chunks=[
-            {"chunk_id": cid, "score": score} for cid, score in chunks]))
+        return ranking_of(Trace.model_validate({"query_id": "q", "config_id": "c", "retrieved_chunks": [
+            {"chunk_id": cid, "score": score} for cid, score in chunks]}))
 
     assert ranked() == []
     assert ranked(("b", 0.1), ("a", None), ("b", 0.9)) == ["b", "a"]
@@ -329,8 +330,9 @@ def test_context_and_citation_metrics_follow_their_definitions_on_random_traces(
     for _ in range(1500):
         cited = [{"chunk_id": rng.choice(ids), **({"offsets": sorted(rng.sample(range(80), 2))} if rng.random() < 0.5
                                                    else {})} for _ in range(rng.randint(0, 4))]
-        trace = Trace(query_id="q", config_id="c", retrieved_chunks=rng.sample(ids, rng.randint(0, 5)),
-                      context_chunks=[rng.choice(ids) for _ in range(rng.randint(0, 4))], citations=cited)
+        trace = Trace.model_validate({"query_id": "q", "config_id": "c", "retrieved_chunks": rng.sample(ids, rng.randint(0, 5)),
+                                      "context_chunks": [rng.choice(ids) for _ in range(rng.randint(0, 4))],
+                                      "citations": cited})
         case = GoldenCase(id="q", question="q?", relevance={cid: rng.randint(0, 3) for cid in rng.sample(ids, 3)},
                           must_cite=rng.sample(ids, rng.randint(0, 2)))
         chunks = rng.choice([corpus, {}])

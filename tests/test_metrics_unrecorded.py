@@ -110,8 +110,9 @@ def test_every_metric_says_which_unrecordable_inputs_it_reads():
 
 def test_a_native_trace_can_say_what_it_did_not_record():
     case = GoldenCase(id="q", question="q?", expected_chunk_ids=["c1"])
-    empty = Trace(query_id="q", config_id="cfg", retrieved_chunks=["c1"], answer="A [c1].", citations=["c1"])
-    unknown = empty.model_copy(update={"not_recorded": {"context_chunks": "our tracer drops the prompt"}})
+    fields = {"query_id": "q", "config_id": "cfg", "retrieved_chunks": ["c1"], "answer": "A [c1].", "citations": ["c1"]}
+    empty = Trace.model_validate(fields)
+    unknown = Trace.model_validate({**fields, "not_recorded": {"context_chunks": "our tracer drops the prompt"}})
     known = compute_case(case, empty, Corpus(), MetricSettings())
     left_out = compute_case(case, unknown, Corpus(), MetricSettings())
     assert (known.values["context_recall"], known.values["citation_scoped"]) == (0.0, 0.0)  # recorded empty

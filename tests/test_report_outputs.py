@@ -520,19 +520,22 @@ def test_triage_citation_problems_and_retrieval_facts_follow_the_rule_for_every_
              "d": GoldenCase(id="d", question="q d", relevance={"g4": 1})}
     retrieved = [{"chunk_id": "n1", "score": 0.2}, {"chunk_id": "g1", "score": 0.9}, {"chunk_id": "n1", "score": 0.95},
                  {"chunk_id": "g2", "score": 0.5}]
+    def trace(**fields: object) -> Trace:
+        return Trace.model_validate(fields)
+
     traces = {
-        "full": {"a": Trace(query_id="a", config_id="full", retrieved_chunks=retrieved,
+        "full": {"a": trace(query_id="a", config_id="full", retrieved_chunks=retrieved,
                             context_chunks=["g1", "n1"], answer="x",
                             citations=["g2", "g1", "nowhere", "n1"]),
-                 "b": Trace(query_id="b", config_id="full", retrieved_chunks=["n1"],
+                 "b": trace(query_id="b", config_id="full", retrieved_chunks=["n1"],
                             context_chunks=["n1", {"chunk_id": "g3", "text": "trace text"}],
                             citations=["g3", "n1"], answer="y"),
-                 "c": Trace(query_id="c", config_id="full", retrieved_chunks=["n1"], citations=["g1"], answer="z")},
-        "no_context": {"a": Trace(query_id="a", config_id="no_context", retrieved_chunks=["g2", "g1"], answer="x",
+                 "c": trace(query_id="c", config_id="full", retrieved_chunks=["n1"], citations=["g1"], answer="z")},
+        "no_context": {"a": trace(query_id="a", config_id="no_context", retrieved_chunks=["g2", "g1"], answer="x",
                                   citations=["g1", "g3"], not_recorded=["context_chunks"]),
-                       "d": Trace(query_id="d", config_id="no_context", retrieved_chunks=["g4"], answer="w",
+                       "d": trace(query_id="d", config_id="no_context", retrieved_chunks=["g4"], answer="w",
                                   citations=["n1"], not_recorded=["context_chunks"])},
-        "no_retrieval": {"a": Trace(query_id="a", config_id="no_retrieval", context_chunks=["g2"], answer="x",
+        "no_retrieval": {"a": trace(query_id="a", config_id="no_retrieval", context_chunks=["g2"], answer="x",
                                     citations=["g1", "g2"], not_recorded=["retrieved_chunks"])},
     }
     chunks = {cid: CorpusChunk(chunk_id=cid, doc_id=cid[:1], text=f"text of {cid}")

@@ -1,8 +1,9 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
-All records are frozen pydantic models, except a trace's chunks and citations: frozen msgspec
-structs (a nightly set holds millions of them; a struct takes far less memory than a model, and
-the garbage collector does not track it), validated by pydantic the same way. Immutable all the
+All records are frozen pydantic models, except a trace and its chunks and citations: frozen
+msgspec structs (a nightly set holds hundreds of thousands of traces and millions of chunks; a
+struct takes far less memory than a model, and the garbage collector does not track it),
+validated by pydantic the same way (the same checks, errors and JSON schema). Immutable all the
 way down: sequences are tuples and mappings read-only (``frozendict``), so no record changes
 once loaded and no two records share anything that could. Unknown fields are kept
 (``extra="allow"``) so that a team's own annotations travel through to the reports untouched.
@@ -11,25 +12,29 @@ once loaded and no two records share anything that could. Unknown fields are kep
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from sys import intern
-from typing import Annotated, Any, Literal, NotRequired, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar
 
 import msgspec
 from frozendict import frozendict
+from msgspec import Meta
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    TypeAdapter,
     ValidationInfo,
     field_validator,
     model_validator,
     with_config,
 )
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic_core import PydanticKnownError, core_schema
 from typing_extensions import TypedDict
 
 from groundjudge.frozen import EMPTY, HELD_MAX, Frozen, read_only
@@ -76,10 +81,11 @@ NonEmptyStr = Annotated[str, Field(min_length=1)]
 ItemId = Annotated[str, Field(min_length=1), msgspec.Meta(min_length=1)]
 # What a trace measured: never negative, and below bounds no real trace reaches (1e12 ms is 32
 # years), so that sums over any number of traces stay finite. NaN and infinities are refused
-# everywhere (``allow_inf_nan=False`` below): a mean over them would be no number at all.
-LatencyMs = Annotated[float, Field(ge=0, le=1e12)]
-TokenCount = Annotated[int, Field(ge=0, le=10**15)]
-CostUsd = Annotated[float, Field(ge=0, le=1e12)]
+# everywhere (``allow_inf_nan=False`` below): a mean over them would be no number at all. Each
+# bound is stated for pydantic and for msgspec (which decodes a plain trace).
+LatencyMs = Annotated[float, Field(ge=0, le=1e12), Meta(ge=0, le=1e12)]
+TokenCount = Annotated[int, Field(ge=0, le=10**15), Meta(ge=0, le=10**15)]
+CostUsd = Annotated[float, Field(ge=0, le=1e12), Meta(ge=0, le=1e12)]
 
 
 class _Record(Frozen):
@@ -288,67 +294,176 @@ def _ids_to_objects(value: Any) -> Any:
     return value
 
 
-class Trace(_Record):
+def _tokens_total(value: Any) -> Any:
+    """A bare number of tokens: the total."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"total": value}
+    return value
+
+
+def _latency_total(value: Any) -> Any:
+    """A bare latency: the end-to-end one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"end_to_end": value}
+    return value
+
+
+def _trace_unrecorded(value: Any) -> Any:
+    return _not_recorded(value, TRACE_UNRECORDABLE, "trace")
+
+
+# A trace's fields as pydantic reads and writes them (see Trace): the names, types, defaults and
+# checks the model had, and its title and description, which the published JSON schema states.
+@with_config(ConfigDict(title="Trace", extra="allow", str_strip_whitespace=False, allow_inf_nan=False))
+class TraceFields(TypedDict):
     """What one system config did for one case (SPEC 3.2)."""
 
     query_id: NonEmptyStr
     config_id: NonEmptyStr
+    question: NotRequired[Annotated[str | None, Field(default=None)]]
+    paraphrase: NotRequired[Annotated[int, Field(default=0, ge=0)]]  # 0 = the case's question, i >= 1 = its i-th paraphrase
+    retrieved_chunks: NotRequired[Annotated[
+        tuple[RetrievedChunk, ...], Field(default=()),
+        BeforeValidator(_ids_to_objects, json_schema_input_type=list[NonEmptyStr | RetrievedChunk])]]
+    context_chunks: NotRequired[Annotated[
+        tuple[ContextChunk, ...], Field(default=()),
+        BeforeValidator(_ids_to_objects, json_schema_input_type=list[NonEmptyStr | ContextChunk])]]
+    answer: NotRequired[Annotated[str | None, Field(default=None)]]
+    citations: NotRequired[Annotated[
+        tuple[Citation, ...], Field(default=()),
+        BeforeValidator(_ids_to_objects, json_schema_input_type=list[NonEmptyStr | Citation])]]
+    behavior: NotRequired[Annotated[Behavior | None, Field(default=None)]]
+    error: NotRequired[Annotated[str | None, Field(default=None)]]
+    latency_ms: NotRequired[Annotated[
+        ReadOnlyMap[str, LatencyMs], Field(default_factory=frozendict),
+        BeforeValidator(_latency_total, json_schema_input_type=dict[str, LatencyMs] | LatencyMs)]]
+    tokens: NotRequired[Annotated[
+        ReadOnlyMap[str, TokenCount], Field(default_factory=frozendict),
+        BeforeValidator(_tokens_total, json_schema_input_type=dict[str, TokenCount] | TokenCount)]]
+    cost_usd: NotRequired[Annotated[CostUsd | None, Field(default=None)]]
+    versions: NotRequired[Annotated[SharedMap, Field(default_factory=frozendict)]]
+    not_recorded: NotRequired[Annotated[
+        SharedMap, Field(default_factory=frozendict),
+        BeforeValidator(_trace_unrecorded, json_schema_input_type=dict[str, str] | list[str])]]
+
+
+if TYPE_CHECKING:
+    _Retrieved = tuple[RetrievedChunk, ...]
+    _Context = tuple[ContextChunk, ...]
+    _Cited = tuple[Citation, ...]
+else:
+    # As msgspec reads a trace's chunks (groundjudge.load.plain): a chunk, or its id alone, which
+    # the loader makes into its chunk before the trace leaves it. A trace holds chunks only.
+    _Retrieved = tuple[RetrievedChunk | ItemId, ...]
+    _Context = tuple[ContextChunk | ItemId, ...]
+    _Cited = tuple[Citation | ItemId, ...]
+
+
+class Trace(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
+    """What one system config did for one case (SPEC 3.2): a frozen msgspec struct.
+
+    A nightly run holds one per (case, config, paraphrase), hundreds of thousands: a struct
+    takes a fraction of a model's memory, and ``gc=False`` keeps them out of the garbage
+    collector's walks (a trace holds strings, numbers, tuples of chunk structs and read-only
+    maps of JSON values: nothing that could refer back to it).
+
+    Made from input, a trace is validated by pydantic field by field through
+    :class:`TraceFields` (``Trace.model_validate``, ``TypeAdapter(list[Trace])``, a trace
+    field of a model): ids given alone become their chunks, a bare number of tokens is the
+    total and a bare latency the end-to-end one, ``not_recorded`` may be a list of names, and
+    a field listed there must be empty; errors name the field (``retrieved_chunks.0.chunk_id``)
+    as a model's do. Unknown fields are kept in ``model_extra``, read-only. Pydantic writes a
+    trace as that object (its fields, then its unknown ones) and publishes its schema.
+
+    Made by code (``Trace(query_id=..., ...)``), the values are taken as they are: give tuples
+    of chunk structs and read-only maps, or use :meth:`model_validate`. msgspec decodes a file's
+    plain traces straight into this struct (:mod:`groundjudge.load.plain`), with the bounds its
+    fields carry (:class:`msgspec.Meta`); an unknown field there is an error
+    (``forbid_unknown_fields``), which leaves that batch to pydantic.
+    """
+
+    query_id: ItemId
+    config_id: ItemId
     question: str | None = None
-    paraphrase: int = Field(default=0, ge=0)  # 0 = the case's question, i >= 1 = its i-th paraphrase
-    retrieved_chunks: tuple[RetrievedChunk, ...] = ()
-    context_chunks: tuple[ContextChunk, ...] = ()
+    paraphrase: Annotated[int, Meta(ge=0)] = 0  # 0 = the case's question, i >= 1 = its i-th paraphrase
+    retrieved_chunks: _Retrieved = ()
+    context_chunks: _Context = ()
     answer: str | None = None
-    citations: tuple[Citation, ...] = ()
+    citations: _Cited = ()
     behavior: Behavior | None = None
     error: str | None = None
-    latency_ms: ReadOnlyMap[str, LatencyMs] = Field(default_factory=frozendict)
-    tokens: ReadOnlyMap[str, TokenCount] = Field(default_factory=frozendict)
+    latency_ms: Mapping[str, LatencyMs] = EMPTY
+    tokens: Mapping[str, TokenCount] = EMPTY
     cost_usd: CostUsd | None = None
-    versions: SharedMap = Field(default_factory=frozendict)
+    versions: Mapping[str, str] = EMPTY
     # fields the system did not record (not "recorded empty") -> why: a metric that reads one is
     # null for this trace with that reason, and the judge is not asked without the passages
-    not_recorded: SharedMap = Field(default_factory=frozendict)
+    not_recorded: Mapping[str, str] = EMPTY
+    model_extra: Mapping[str, Any] = EMPTY  # unknown fields, as read-only JSON values
 
-    @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
-    def _unrecorded_fields(cls, value: Any) -> Any:
-        return _not_recorded(value, TRACE_UNRECORDABLE, "trace")
+    def model_validate(cls, obj: Any) -> Trace:
+        """The trace ``obj`` (a mapping of its fields) describes, validated as a file's line is."""
+        result: Trace = _trace_adapter().validate_python(obj)
+        return result
 
-    @model_validator(mode="after")
-    def _unrecorded_are_empty(self) -> Trace:
-        held = [name for name in self.not_recorded if getattr(self, name)]
-        if held:
-            raise ValueError(f"{held[0]} is listed in not_recorded but holds a value; leave it out or empty")
-        return self
-
-    @field_validator("retrieved_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | RetrievedChunk])
     @classmethod
-    def _retrieved_ids_as_objects(cls, value: Any) -> Any:
-        return _ids_to_objects(value)
+    def model_validate_json(cls, data: str | bytes) -> Trace:
+        """The trace of one JSON object, validated as a file's line is."""
+        result: Trace = _trace_adapter().validate_json(data)
+        return result
 
-    @field_validator("context_chunks", mode="before", json_schema_input_type=list[NonEmptyStr | ContextChunk])
-    @classmethod
-    def _context_ids_as_objects(cls, value: Any) -> Any:
-        return _ids_to_objects(value)
+    def model_dump(self, *, mode: Literal["json", "python"] = "python", **options: Any) -> dict[str, Any]:
+        """The trace as pydantic writes it: its fields, then its unknown ones."""
+        result: dict[str, Any] = _trace_adapter().dump_python(self, mode=mode, **options)
+        return result
 
-    @field_validator("citations", mode="before", json_schema_input_type=list[NonEmptyStr | Citation])
-    @classmethod
-    def _cited_ids_as_objects(cls, value: Any) -> Any:
-        return _ids_to_objects(value)
+    def model_dump_json(self, **options: Any) -> str:
+        """:meth:`model_dump` as JSON text."""
+        return _trace_adapter().dump_json(self, **options).decode()
 
-    @field_validator("tokens", mode="before", json_schema_input_type=dict[str, TokenCount] | TokenCount)
     @classmethod
-    def _tokens_total(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return {"total": value}
-        return value
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        # the fields' schema where it is used (validation from JSON, from Python, writing), not
+        # as a definition: its chunks' schemas are then defined before it, as their JSON schema needs
+        fields = {key: value for key, value in handler.resolve_ref_schema(handler.generate_schema(TraceFields)).items()
+                  if key != "ref"}
+        declared = tuple(name for name in cls.__struct_fields__ if name != "model_extra")
+        names = frozenset(declared)
 
-    @field_validator("latency_ms", mode="before", json_schema_input_type=dict[str, LatencyMs] | LatencyMs)
-    @classmethod
-    def _latency_total(cls, value: Any) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return {"end_to_end": value}
-        return value
+        def build(values: dict[str, Any]) -> Trace:
+            # every declared field is in ``values`` (a default where not given)
+            held = [name for name in values["not_recorded"] if values[name]]
+            if held:
+                raise ValueError(f"{held[0]} is listed in not_recorded but holds a value; leave it out or empty")
+            if len(values) == len(declared):
+                return cls(**values)
+            extra = {k: v for k, v in values.items() if k not in names}
+            return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
+
+        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            if type(value) is cls:
+                return value
+            if not isinstance(value, Mapping):  # as a model says it
+                raise PydanticKnownError("model_type", {"class_name": cls.__name__})
+            return validate(value)
+
+        def as_fields(trace: Trace, write: core_schema.SerializerFunctionWrapHandler) -> Any:
+            out = {name: getattr(trace, name) for name in declared}
+            if trace.model_extra:
+                out.update(trace.model_extra)
+            return write(out)
+
+        from_fields = core_schema.no_info_after_validator_function(build, fields)
+        return core_schema.json_or_python_schema(
+            json_schema=from_fields,  # JSON holds no structs: no check for one
+            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
+            serialization=core_schema.wrap_serializer_function_ser_schema(as_fields, schema=fields))
+
+
+@cache
+def _trace_adapter() -> TypeAdapter[Trace]:
+    return TypeAdapter(Trace)
 
 
 class Acl(_Record):
@@ -396,14 +511,14 @@ class HumanLabel(_Record):
 def input_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of one input contract, as the loader reads it (ids as plain strings,
     offsets as pairs, a number for total tokens or latency all pass)."""
-    return CONTRACTS[name].model_json_schema(mode="validation")
+    return TypeAdapter(CONTRACTS[name]).json_schema(mode="validation")
 
 
 # The fields a source may leave unrecorded (``not_recorded``), as distinct from recording them empty.
 TRACE_UNRECORDABLE = ("retrieved_chunks", "context_chunks", "answer", "citations")
 GOLDEN_UNRECORDABLE = ("expected_behavior", "expected_chunk_ids")
 
-CONTRACTS: dict[str, type[BaseModel]] = {
+CONTRACTS: dict[str, type[BaseModel | Trace]] = {
     "golden": GoldenCase,
     "trace": Trace,
     "corpus": CorpusChunk,

@@ -1,17 +1,19 @@
-"""Records of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace's
-chunks straight into their structs, no Python call per field or per chunk.
+"""Records of the plain shape, decoded by msgspec: a batch of JSONL lines in one call, a trace
+and its chunks straight into their structs, no Python call per field or per chunk.
 
 A trace, golden case or corpus chunk as most files write it (the declared fields only, but for
 a few left to pydantic; a chunk as an object of its declared fields or as its id alone; a
-number for every number) is decoded into a struct that mirrors its contract
-(:class:`~groundjudge.contracts.Trace`, :class:`~groundjudge.contracts.GoldenCase`,
-:class:`~groundjudge.contracts.CorpusChunk`) with the contract's bounds (:class:`msgspec.Meta`),
-then made into the very record pydantic would make: the same values, types and given fields.
-Anything else (an unknown field, ``not_recorded``, a case's ``user_context``, a chunk's ``acl``,
-a number written as text, a total given as a bare number, offsets that are not two integers)
-fails the whole batch here, and the caller validates that batch with pydantic, which keeps or
-names everything as it always has. So this path accepts only what the contract accepts; a test
-compares the two on generated lines of every shape.
+number for every number) is decoded with the contract's bounds (:class:`msgspec.Meta`). A trace
+is decoded into :class:`~groundjudge.contracts.Trace` itself (a struct), then finished across
+the batch as validation finishes one. A golden case or corpus chunk is decoded into a struct
+that mirrors its contract (:class:`~groundjudge.contracts.GoldenCase`,
+:class:`~groundjudge.contracts.CorpusChunk`), then made into the very record pydantic would
+make: the same values, types and given fields. Anything else (an unknown field,
+``not_recorded``, a case's ``user_context``, a chunk's ``acl``, a number written as text, a
+total given as a bare number, offsets that are not two integers) fails the whole batch here,
+and the caller validates that batch with pydantic, which keeps or names everything as it always
+has. So this path accepts only what the contract accepts; a test compares the two on generated
+lines of every shape.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import cache
 from itertools import chain, compress, groupby, islice, repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from sys import intern
 from types import GenericAlias
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -50,26 +52,6 @@ from groundjudge.frozen import EMPTY, given_fields
 
 Id = Annotated[str, Meta(min_length=1)]
 Texts = tuple[str, ...] | UnsetType
-
-
-class _PlainTrace(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The fields of :class:`~groundjudge.contracts.Trace` and their bounds, as msgspec reads
-    them; a field not given is ``UNSET`` (so the record's given fields are those given)."""
-
-    query_id: Id
-    config_id: Id
-    question: str | None | UnsetType = UNSET
-    paraphrase: Annotated[int, Meta(ge=0)] | UnsetType = UNSET
-    retrieved_chunks: tuple[RetrievedChunk | Id, ...] | UnsetType = UNSET
-    context_chunks: tuple[ContextChunk | Id, ...] | UnsetType = UNSET
-    answer: str | None | UnsetType = UNSET
-    citations: tuple[Citation | Id, ...] | UnsetType = UNSET
-    behavior: Literal["answer", "abstain", "permission_denied", "escalate"] | None | UnsetType = UNSET
-    error: str | None | UnsetType = UNSET
-    latency_ms: dict[str, Annotated[float, Meta(ge=0, le=1e12)]] | UnsetType = UNSET
-    tokens: dict[str, Annotated[int, Meta(ge=0, le=10**15)]] | UnsetType = UNSET
-    cost_usd: Annotated[float, Meta(ge=0, le=1e12)] | None | UnsetType = UNSET
-    versions: dict[str, str] | UnsetType = UNSET
 
 
 class _PlainCase(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -149,14 +131,50 @@ def _section_paths(values: list[Any]) -> list[Any]:
             for value in values]
 
 
-def _share_ids(rows: list[dict[str, Any]]) -> None:
-    """A trace's chunk ids (and documents) as one string per value (:func:`_share`)."""
-    retrieved, context, cited = (list(chain.from_iterable(row.get(name, ()) for row in rows)) for name, _ in _CHUNKS)
+def _share_ids(traces: list[Trace]) -> None:
+    """The traces' chunk ids (and documents) as one string per value (:func:`_share`)."""
+    retrieved, context, cited = (list(chain.from_iterable(map(attrgetter(name), traces))) for name, _ in _CHUNKS)
     _share(retrieved, "chunk_id")
     _share(context + cited, "chunk_id")
     if None in map(attrgetter("doc_id"), retrieved):
         retrieved = [item for item in retrieved if item.doc_id is not None]
     _share(retrieved, "doc_id")
+
+
+def _set(items: list[Any], name: str, values: Iterable[Any]) -> None:
+    """Each item's field ``name`` set to its value (the items are frozen structs this module
+    has just decoded, not yet seen by anyone else)."""
+    deque(map(msgspec.structs.force_setattr, items, repeat(name), values), maxlen=0)
+
+
+def _plain_traces(lines: bytes) -> list[Trace] | None:
+    """The traces of ``lines`` decoded straight into :class:`~groundjudge.contracts.Trace`
+    structs, then finished a field at a time across the batch as validation finishes them:
+    a chunk given as its id alone made into its chunk, chunk and document ids held once per
+    value, a batch's runs of the same config id held as one string, latencies and token
+    counts as read-only maps (the one empty map when empty), versions shared
+    (``_one_of_equals``). A trace that gives ``not_recorded`` (or a field the struct decodes
+    as its ``model_extra``) leaves the batch to pydantic, as every unknown field does."""
+    try:
+        traces = _trace_decoder().decode(lines)
+    except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if not traces:
+        return traces
+    for name in ("not_recorded", "model_extra"):  # the default when not given: the one empty map
+        if not all(map(is_, map(attrgetter(name), traces), repeat(EMPTY))):
+            return None
+    _set(traces, "config_id", _runs_shared(list(map(attrgetter("config_id"), traces))))
+    for name, kind in _CHUNKS:
+        given = list(map(attrgetter(name), traces))
+        made = _chunks(kind, given)
+        if made is not given:
+            _set(traces, name, made)
+    _share_ids(traces)
+    for name in ("latency_ms", "tokens"):
+        _set(traces, name, list(map(read_only_map, map(attrgetter(name), traces))))
+    _set(traces, "versions", list(map(_one_of_equals, map(attrgetter("versions"), traces))))
+    return traces
 
 
 def _runs_shared(values: list[Any]) -> list[Any]:
@@ -196,12 +214,6 @@ class _Shape:
 
 
 _SHAPES: dict[type[BaseModel], _Shape] = {
-    Trace: _Shape(_PlainTrace, {
-        "config_id": _runs_shared,
-        **{name: partial(_chunks, kind) for name, kind in _CHUNKS},
-        "latency_ms": _maps,
-        "tokens": _maps,
-        "versions": lambda values: list(map(_one_of_equals, values))}, after=_share_ids),
     GoldenCase: _Shape(_PlainCase, {"relevance": _maps}, after=_expected_graded, strings_shared=True),
     CorpusChunk: _Shape(_PlainChunk, {"doc_id": _runs_shared, "section_path": _section_paths}),
 }
@@ -271,13 +283,22 @@ def _decoder(model: type[BaseModel]) -> msgspec.json.Decoder[list[Any]]:
     return msgspec.json.Decoder(GenericAlias(list, (_SHAPES[model].struct,)), dec_hook=_offsets)
 
 
-def plain_records(model: type[BaseModel], lines: bytes) -> list[Any] | None:
+@cache
+def _trace_decoder() -> msgspec.json.Decoder[list[Trace]]:
+    return msgspec.json.Decoder(list[Trace], dec_hook=_offsets)
+
+
+def plain_records(model: type[Any], lines: bytes) -> list[Any] | None:
     """The records of ``lines`` (a JSON array of JSON objects) when ``model`` is a trace,
     golden case or corpus chunk and every one is of the plain shape; else None (the batch is
     left to pydantic)."""
+    if model is Trace:
+        return _plain_traces(lines)
     shape = _SHAPES.get(model)
-    if shape is None:
-        return None
+    return None if shape is None else _plain_models(model, shape, lines)
+
+
+def _plain_models(model: type[BaseModel], shape: _Shape, lines: bytes) -> list[Any] | None:
     try:
         if shape.strings_shared:
             kind = GenericAlias(list, (shape.struct,))

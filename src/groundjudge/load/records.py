@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 import msgspec
 import yaml
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.files import jsonl_lines
@@ -24,7 +24,15 @@ from groundjudge.load.plain import plain_records
 from groundjudge.strict_json import NON_FINITE, TOO_DEEP, JSONProblem, non_finite_fields
 from groundjudge.strict_json import loads as strict_loads
 
-M = TypeVar("M", bound=BaseModel)
+
+class Record(Protocol):
+    """A contract record: a pydantic model, or a struct validated as one (a trace)."""
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self: ...
+
+
+M = TypeVar("M", bound=Record)
 
 MAX_PROBLEMS = 50
 

@@ -26,7 +26,8 @@ _PROBE_K = 987_654
 
 def _row_names(settings: MetricSettings) -> tuple[str, ...]:
     case = GoldenCase(id="probe", question="probe", paraphrases=("probe again",))
-    trace = Trace(query_id="probe", config_id="probe", latency_ms={_STAGE: 1.0}, tokens={_KIND: 1})
+    trace = Trace.model_validate({"query_id": "probe", "config_id": "probe", "latency_ms": {_STAGE: 1.0},
+                                  "tokens": {_KIND: 1}})
     again = Trace(query_id="probe", config_id="probe", paraphrase=1)
     return tuple(compute_case(case, trace, Corpus(), settings, [again]).values)
 
