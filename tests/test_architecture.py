@@ -23,6 +23,7 @@ RANK = {
     "api": 10,
     "__init__": 10,  # the public names, imported from api and the stages for type checkers only
     "cli": 11,
+    "entry": 12,  # the command: the quick TREC call, else the CLI
 }
 
 # Modules of a later stage that an earlier stage may import: the record a stage takes as its

@@ -314,12 +314,9 @@ def metrics(config_path: Path | None, golden: Path | None, traces: tuple[Path, .
 def _trec_metrics(qrels: Path, run_file: Path, ks: tuple[int, ...], out_dir: Path, quiet: bool) -> None:
     """``metrics`` on TREC qrels and a run given alone, in the steps and with the errors of the
     general path: the output folder checked, the files read and evaluated, the reports written."""
-    from groundjudge.files import check_outputs
-    from groundjudge.report.trec_json import trec_document, write_trec_reports
+    from groundjudge.report.trec_json import run_trec
 
-    check_outputs(out_dir)
-    doc = trec_document(qrels, run_file, ks)
-    print_summary(write_trec_reports(doc, out_dir), quiet)
+    print_summary(run_trec(qrels, run_file, ks, out_dir), quiet)
     if not quiet:
         click.echo(f"wrote {out_dir / 'metrics.json'} and {out_dir / 'report.md'}")
 

@@ -8,7 +8,6 @@ settings models of :mod:`groundjudge.config`, which builds on what is here.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,8 @@ def read_config_file(path: Path, path_fields: Collection[tuple[str, str]]) -> di
     """The tables of the TOML file ``path``, with each relative path among ``path_fields``
     (section, name) made absolute against the file's folder. An :class:`InputError` when the
     file cannot be read or is no TOML."""
+    import tomllib  # (here: a command given no config file does not pay for importing it)
+
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

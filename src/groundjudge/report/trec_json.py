@@ -55,3 +55,12 @@ def write_trec_reports(doc: dict[str, Any], out_dir: Path) -> MetricsView:
     write_json_atomic(out_dir / "metrics.json", doc)
     write_text_atomic(out_dir / "report.md", text)
     return view
+
+
+def run_trec(qrels_path: Path, run_path: Path, ks: Sequence[int], out_dir: Path) -> MetricsView:
+    """``groundjudge metrics`` on TREC files alone: the output folder checked, the files read
+    and evaluated, metrics.json and report.md written; returns the view report.md was rendered from."""
+    from groundjudge.files import check_outputs
+
+    check_outputs(out_dir)
+    return write_trec_reports(trec_document(qrels_path, run_path, ks), out_dir)
