@@ -59,6 +59,24 @@ def test_entries_are_json_rows(tmp_path: Path) -> None:
     again.close()
 
 
+def test_the_cache_never_evicts_a_reply_of_its_own_accord(tmp_path: Path) -> None:
+    """A cache past diskcache's size limit keeps every reply (its default would drop the oldest
+    past 1 GiB, and a large nightly set would be asked again every night); a cache an older
+    version opened with that default is opened without eviction too."""
+    import diskcache
+
+    diskcache.Cache(str(tmp_path), size_limit=4096, cull_limit=1).close()  # as a small, evicting cache
+    cache = JudgeCache(tmp_path)
+    replies = {f"k{i}": CachedReply("y" * 1000, "m", 1, 1, float(i)) for i in range(40)}  # far past 4096 bytes
+    for key, reply in replies.items():
+        cache.put(key, reply)
+    cache.close()
+    again = JudgeCache(tmp_path)
+    assert all(again.get(key) == reply for key, reply in replies.items())
+    assert again.get_many(list(replies)) == list(replies.values())
+    again.close()
+
+
 def test_a_planted_pickle_is_never_run_and_migrate_keeps_only_plain_replies(tmp_path: Path) -> None:
     JudgeCache(tmp_path).close()
     marker = tmp_path / "pwned"

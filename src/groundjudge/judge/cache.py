@@ -178,7 +178,9 @@ class JudgeCache:
                 raise CacheUnreadable(f"{self.directory}: the judge cache folder is a file; give --cache-dir a folder")
             check_database(self.directory)
             try:
-                self._cache = diskcache.Cache(str(self.directory), disk=JsonDisk)
+                # never evicts on its own (diskcache's default drops the oldest entries past 1 GiB, and a
+                # large nightly set would be asked again every night): `groundjudge cache prune` does
+                self._cache = diskcache.Cache(str(self.directory), disk=JsonDisk, eviction_policy="none")
             except (sqlite3.DatabaseError, OSError) as exc:
                 raise CacheUnreadable(unreadable(self.directory / "cache.db", exc)) from None
 
