@@ -68,7 +68,7 @@ def _run(how: str, args: list[str], cwd: Path) -> tuple[int, str, str, dict[str,
     return done.returncode, done.stdout, "\n".join(stderr), files, clicked == "True"
 
 
-@pytest.mark.parametrize("case", ["good", "missing run", "bad line", "out is a file"])
+@pytest.mark.parametrize("case", ["good", "missing run", "bad line", "out is a file", "missing config"])
 def test_the_quick_call_writes_and_fails_as_the_cli_does(tmp_path: Path, case: str) -> None:
     qrels, run = _files(tmp_path)
     if case == "missing run":
@@ -77,7 +77,8 @@ def test_the_quick_call_writes_and_fails_as_the_cli_does(tmp_path: Path, case: s
         run.write_text("1 Q0 d1 1 x t\n", encoding="utf-8")
     elif case == "out is a file":
         (tmp_path / "out").write_text("not a folder", encoding="utf-8")
-    args = ["metrics", "--qrels", str(qrels), "--run", str(run), "--out", "out", "--quiet", "--k", "2"]
+    args = ["metrics", "--qrels", str(qrels), "--run", str(run), "--out", "out", "--quiet", "--k", "2",
+            *(["--config", "nowhere.toml"] if case == "missing config" else [])]
     seen = []
     for how in ("cli", "entry"):
         if (tmp_path / "out").is_dir():

@@ -16,23 +16,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from groundjudge.trec_config import TrecSettings
+from groundjudge.trec_config import TrecSettings, trec_settings
 
-_PATH_OPTIONS = {"--qrels": "inputs.qrels", "--run": "inputs.run", "--out": "output.out", "--config": "config"}
+_FLAGS = {"--qrels": "inputs.qrels", "--run": "inputs.run", "--out": "output.out"}  # option -> setting
 
 
 def main() -> None:
-    call = quiet_trec_call(sys.argv[1:])
-    if call is not None and _ran(call):
-        return
-    from groundjudge.cli import main as cli
+    if not _ran_quietly(sys.argv[1:]):
+        from groundjudge.cli import main as cli
 
-    cli()
+        cli()
 
 
 def quiet_trec_call(args: Sequence[str]) -> TrecSettings | None:
     """The settings of ``args`` when they are the plain quiet TREC call with ``--out`` (see the
-    module), else None."""
+    module), else None. A config file it names that cannot be read raises its ``InputError``."""
     if len(args) < 2 or args[0] != "metrics" or "--quiet" not in args:
         return None
     given: dict[str, Path] = {}
@@ -41,29 +39,31 @@ def quiet_trec_call(args: Sequence[str]) -> TrecSettings | None:
     for word in words:
         if word == "--quiet":
             continue
-        value = next(words, None)
-        if value is None or not value or value.startswith("-"):
+        value = next(words, "")
+        if not value or value.startswith("-"):
             return None
         if word == "--k" and value.isascii() and value.isdigit() and value[0] != "0":
             ks.append(int(value))
-        elif word in _PATH_OPTIONS and word not in given:
+        elif (word in _FLAGS or word == "--config") and word not in given:
             given[word] = Path(value)
         else:
             return None
     if "--out" not in given:
         return None
-    from groundjudge.trec_config import trec_settings
-
-    flags = {setting: given.get(option) for option, setting in _PATH_OPTIONS.items() if setting != "config"}
+    flags = {setting: given.get(option) for option, setting in _FLAGS.items()}
     return trec_settings(given.get("--config"), {**flags, "metrics.ks": tuple(ks)})
 
 
-def _ran(call: TrecSettings) -> bool:
-    """Whether the call ran to the end (its reports written); False on any error."""
+def _ran_quietly(args: Sequence[str]) -> bool:
+    """Whether ``args`` are the plain quiet TREC call and it ran to the end (its reports
+    written); False for any other call, and on any error (a config file that cannot be read
+    too): the CLI then runs the call and says what is wrong its own way."""
     from groundjudge.report.trec_json import run_trec
 
-    assert call.out is not None  # (the call names its folder)
     try:
+        call = quiet_trec_call(args)
+        if call is None or call.out is None:
+            return False
         run_trec(call.qrels, call.run, call.ks, call.out)
     except Exception:  # noqa: BLE001 - whatever it is, the CLI meets it again and says it its way
         return False

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groundjudge.files import write_json_atomic, write_text_atomic
+from groundjudge.files import check_outputs, write_json_atomic, write_text_atomic
 from groundjudge.load.trec import read_qrels, read_run
 from groundjudge.metrics.retrieval import evaluate_trec
 from groundjudge.provenance import provenance
@@ -60,7 +60,5 @@ def write_trec_reports(doc: dict[str, Any], out_dir: Path) -> MetricsView:
 def run_trec(qrels_path: Path, run_path: Path, ks: Sequence[int], out_dir: Path) -> MetricsView:
     """``groundjudge metrics`` on TREC files alone: the output folder checked, the files read
     and evaluated, metrics.json and report.md written; returns the view report.md was rendered from."""
-    from groundjudge.files import check_outputs
-
     check_outputs(out_dir)
     return write_trec_reports(trec_document(qrels_path, run_path, ks), out_dir)
