@@ -22,25 +22,26 @@ def test_trace_items_keep_unknown_fields_through_pickle_and_copy() -> None:
     assert not hasattr(RetrievedChunk, "__pydantic_fields_set__")  # a dataclass with slots, not a model
 
 
-def test_loaded_records_dump_as_given(tmp_path):
-    """Records read from a file dump with exclude_unset as the lines they came from, and a copy
-    with an update is a new record (the loaded one unchanged)."""
+def test_loaded_labels_dump_as_given(tmp_path):
+    """Labels (models) read from a file dump with exclude_unset as the lines they came from, and
+    a copy with an update is a new record (the loaded one unchanged)."""
     import json as _json
 
-    from groundjudge.contracts import GoldenCase
+    from groundjudge.contracts import HumanLabel
     from groundjudge.load.records import read_records
 
-    lines = [{"id": "a", "question": "q?"}, {"id": "b", "question": "q?"},
-             {"id": "c", "question": "q?", "tags": ["x"]}, {"id": "d", "question": "q?", "tags": ["y"]}]
-    path = tmp_path / "golden.jsonl"
+    lines = [{"query_id": "a", "rater": "r"}, {"query_id": "b", "rater": "r"},
+             {"query_id": "c", "rater": "r", "faithful": True}, {"query_id": "d", "rater": "r", "faithful": False}]
+    path = tmp_path / "labels.jsonl"
     path.write_text("".join(_json.dumps(line) + "\n" for line in lines))
-    cases = [case for _, case in read_records(path, GoldenCase)]
-    assert cases[0].model_fields_set == {"id", "question"} and cases[2].model_fields_set == {"id", "question", "tags"}
-    assert [c.model_dump(mode="json", exclude_unset=True) for c in cases] == lines
-    assert cases == [GoldenCase.model_validate(line) for line in lines]
-    copied = cases[0].model_copy(update={"tags": ("z",)})
-    assert copied.model_fields_set == {"id", "question", "tags"} and cases[0].tags == ()
-
+    labels = [label for _, label in read_records(path, HumanLabel)]
+    assert labels[0].model_fields_set == {"query_id", "rater"}
+    assert labels[2].model_fields_set == {"query_id", "rater", "faithful"}
+    assert labels[0].model_fields_set is labels[1].model_fields_set  # one set for the same names
+    assert [label.model_dump(mode="json", exclude_unset=True) for label in labels] == lines
+    assert labels == [HumanLabel.model_validate(line) for line in lines]
+    copied = labels[0].model_copy(update={"faithful": True})
+    assert copied.model_fields_set == {"query_id", "rater", "faithful"} and labels[0].faithful is None
 
 
 TRACE_PROBLEMS = [  # (line, the problems pydantic names for it, as `file:line: field: message`)
@@ -146,3 +147,4 @@ def test_a_trace_is_a_frozen_struct_made_from_what_a_line_may_give() -> None:
     assert schema["title"] == "Trace" and schema["additionalProperties"] is True
     assert schema["required"] == ["query_id", "config_id"] and list(schema["properties"]) == list(
         Trace.__struct_fields__[:-1])  # every field but model_extra, in order
+

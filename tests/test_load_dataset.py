@@ -61,7 +61,8 @@ def test_loaded_records_cannot_be_changed_and_share_nothing_changeable() -> None
         "set a trace's answer": lambda: setattr(trace, "answer", "changed"),
         "set a corpus chunk's text": lambda: setattr(chunk, "text", "changed"),
         "append to its section path": lambda: chunk.section_path.append("x"),
-        "add to its given fields": lambda: case.model_fields_set.add("difficulty"),
+        "set a case's unknown field": lambda: case.model_extra.__setitem__("team", "x"),
+        "set a chunk's access list": lambda: setattr(chunk, "acl", None),
         "set a trace's unknown field": lambda: trace.model_extra.__setitem__("team", "x"),
     }
     for what, attempt in attempts.items():

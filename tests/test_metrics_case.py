@@ -289,7 +289,8 @@ def test_doc_recall_counts_each_wanted_document_found_in_the_top_k():
             {"chunk_id": cid, **({"doc_id": rng.choice(["d1", "d9"])} if rng.random() < 0.3 else {})} for cid in ids]})
         relevance = {f"c{rng.randint(0, 10)}": rng.randint(0, 3) for _ in range(rng.randint(0, 4))}
         expected = rng.choice([None, (), tuple(rng.sample(["d0", "d1", "d2", "d9"], rng.randint(1, 3)))])
-        case = GoldenCase(id="q", question="q?", relevance=relevance, expected_doc_ids=expected)
+        case = GoldenCase.model_validate({"id": "q", "question": "q?", "relevance": relevance,
+                                          "expected_doc_ids": expected})
         ranking = ranking_of(trace)
         wanted = set(expected) if expected is not None else {
             d for cid in case.relevant_chunk_ids if (d := corpus.doc_of(cid))}
@@ -324,8 +325,9 @@ def test_context_and_citation_metrics_follow_their_definitions_on_random_traces(
     from groundjudge.metrics.grounding import citation_metrics, context_metrics, spans_overlap
 
     rng = random.Random(5)
-    corpus = {f"c{i}": CorpusChunk(chunk_id=f"c{i}", doc_id=f"d{i % 3}", text="t",
-                                   offsets=(10 * i, 10 * i + 8) if i % 2 else None) for i in range(6)}
+    corpus = {f"c{i}": CorpusChunk.model_validate({"chunk_id": f"c{i}", "doc_id": f"d{i % 3}", "text": "t",
+                                                   "offsets": (10 * i, 10 * i + 8) if i % 2 else None})
+              for i in range(6)}
     ids = [f"c{i}" for i in range(9)]
     for _ in range(1500):
         cited = [{"chunk_id": rng.choice(ids), **({"offsets": sorted(rng.sample(range(80), 2))} if rng.random() < 0.5
@@ -333,8 +335,9 @@ def test_context_and_citation_metrics_follow_their_definitions_on_random_traces(
         trace = Trace.model_validate({"query_id": "q", "config_id": "c", "retrieved_chunks": rng.sample(ids, rng.randint(0, 5)),
                                       "context_chunks": [rng.choice(ids) for _ in range(rng.randint(0, 4))],
                                       "citations": cited})
-        case = GoldenCase(id="q", question="q?", relevance={cid: rng.randint(0, 3) for cid in rng.sample(ids, 3)},
-                          must_cite=rng.sample(ids, rng.randint(0, 2)))
+        case = GoldenCase.model_validate({"id": "q", "question": "q?",
+                                          "relevance": {cid: rng.randint(0, 3) for cid in rng.sample(ids, 3)},
+                                          "must_cite": rng.sample(ids, rng.randint(0, 2))})
         chunks = rng.choice([corpus, {}])
         relevant = case.relevant_chunk_ids
         context = [c.chunk_id for c in trace.context_chunks]
@@ -376,10 +379,11 @@ def test_containment_normalises_the_answer_once_with_the_same_results_as_contain
         return "".join(rng.choice(parts) for _ in range(rng.randint(0, 6)))
 
     for _ in range(1500):
-        case = GoldenCase(id="q", question="q?", must_contain=[text() for _ in range(rng.randint(0, 2))],
-                          forbidden=[text() for _ in range(rng.randint(0, 2))],
-                          gold_claim_substrings=[text() for _ in range(rng.randint(0, 2))],
-                          constraints=[text() for _ in range(rng.randint(0, 2))])
+        case = GoldenCase.model_validate({"id": "q", "question": "q?",
+                                          "must_contain": [text() for _ in range(rng.randint(0, 2))],
+                                          "forbidden": [text() for _ in range(rng.randint(0, 2))],
+                                          "gold_claim_substrings": [text() for _ in range(rng.randint(0, 2))],
+                                          "constraints": [text() for _ in range(rng.randint(0, 2))]})
         answer = rng.choice([None, text(), text() + text()])
         echo = rng.choice([None, [text(), text()]])
         claims = [c for c in case.gold_claim_substrings if len(c.strip()) >= MIN_CLAIM_CHARS]

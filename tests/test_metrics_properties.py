@@ -275,7 +275,7 @@ def test_breakdowns_and_pooled_summaries_are_the_group_by_group_ones(
     from groundjudge.metrics.case import CaseMetrics
     from groundjudge.metrics.table import as_batch, concat
 
-    cases = {f"c{i}": GoldenCase(id=f"c{i}", question="q", tags=tags, difficulty=level)
+    cases = {f"c{i}": GoldenCase.model_validate({"id": f"c{i}", "question": "q", "tags": tags, "difficulty": level})
              for i, (tags, level, _) in enumerate(groups)}
     results = [CaseMetrics(f"c{i}", "cfg", row, "answer", (), tuple(groups[i][2])) for i, row in enumerate(rows)]
 

@@ -109,7 +109,7 @@ def test_every_metric_says_which_unrecordable_inputs_it_reads():
 
 
 def test_a_native_trace_can_say_what_it_did_not_record():
-    case = GoldenCase(id="q", question="q?", expected_chunk_ids=["c1"])
+    case = GoldenCase.model_validate({"id": "q", "question": "q?", "expected_chunk_ids": ["c1"]})
     fields = {"query_id": "q", "config_id": "cfg", "retrieved_chunks": ["c1"], "answer": "A [c1].", "citations": ["c1"]}
     empty = Trace.model_validate(fields)
     unknown = Trace.model_validate({**fields, "not_recorded": {"context_chunks": "our tracer drops the prompt"}})

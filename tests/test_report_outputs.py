@@ -514,10 +514,8 @@ def test_triage_citation_problems_and_retrieval_facts_follow_the_rule_for_every_
     from groundjudge.report.triage import retrieval_facts, triage_records
     from tests.support.reports import report_of
 
-    cases = {"a": GoldenCase(id="a", question="q a", relevance={"g1": 3, "g2": 1, "x": 0}),
-             "b": GoldenCase(id="b", question="q b", relevance={"g3": 2}),
-             "c": GoldenCase(id="c", question="q c"),
-             "d": GoldenCase(id="d", question="q d", relevance={"g4": 1})}
+    cases = {cid: GoldenCase.model_validate({"id": cid, "question": f"q {cid}", "relevance": relevance})
+             for cid, relevance in (("a", {"g1": 3, "g2": 1, "x": 0}), ("b", {"g3": 2}), ("c", {}), ("d", {"g4": 1}))}
     retrieved = [{"chunk_id": "n1", "score": 0.2}, {"chunk_id": "g1", "score": 0.9}, {"chunk_id": "n1", "score": 0.95},
                  {"chunk_id": "g2", "score": 0.5}]
     def trace(**fields: object) -> Trace:

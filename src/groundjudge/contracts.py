@@ -1,12 +1,13 @@
 """Data contracts (SPEC section 3): the shapes every stage agrees on.
 
-All records are frozen pydantic models, except a trace and its chunks and citations: frozen
-msgspec structs (a nightly set holds hundreds of thousands of traces and millions of chunks; a
-struct takes far less memory than a model, and the garbage collector does not track it),
-validated by pydantic the same way (the same checks, errors and JSON schema). Immutable all the
-way down: sequences are tuples and mappings read-only (``frozendict``), so no record changes
-once loaded and no two records share anything that could. Unknown fields are kept
-(``extra="allow"``) so that a team's own annotations travel through to the reports untouched.
+The records a run holds by the hundred thousand (a trace and its chunks and citations, a golden
+case, a corpus chunk) are frozen msgspec structs: a struct takes far less memory than a model,
+and the garbage collector does not track it. Pydantic validates them the same way as the models
+they were (the same checks, errors and JSON schema). The other records (human labels, offsets)
+are frozen pydantic models. Immutable all the way down: sequences are tuples and mappings
+read-only (``frozendict``), so no record changes once loaded and no two records share anything
+that could. Unknown fields are kept (``extra="allow"``; a struct's ``model_extra``) so that a
+team's own annotations travel through to the reports untouched.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from sys import intern
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NotRequired, Self, TypeVar
 
 import msgspec
 from frozendict import frozendict
@@ -28,8 +29,6 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     TypeAdapter,
-    ValidationInfo,
-    field_validator,
     model_validator,
     with_config,
 )
@@ -75,7 +74,7 @@ SharedMap = Annotated[Mapping[str, str], AfterValidator(_one_of_equals)]
 
 Behavior = Literal["answer", "abstain", "permission_denied", "escalate"]
 ContentType = Literal["prose", "code", "table", "figure"]
-Grade = Annotated[int, Field(ge=0, le=3)]
+Grade = Annotated[int, Field(ge=0, le=3), Meta(ge=0, le=3)]  # (msgspec decodes a case's grades)
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 # a chunk id in a trace: non-empty for pydantic, and for msgspec where it decodes a trace's chunks
 ItemId = Annotated[str, Field(min_length=1), msgspec.Meta(min_length=1)]
@@ -142,22 +141,169 @@ class Offsets(Frozen):
                 "description": "A byte span [start, end): an object or a two-integer array"}
 
 
-class UserContext(_Record):
+_FIELDS = ConfigDict(extra="allow", str_strip_whitespace=False, allow_inf_nan=False)
+
+
+class _Struct(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
+    """A record held as a frozen msgspec struct that pydantic validates, writes and publishes as
+    the frozen model (``extra="allow"``) it stands for: a golden set or a corpus holds one per
+    line, by the hundred thousand, and a struct takes a fraction of a model's memory (no field
+    dict, no set of given fields) and stays out of the garbage collector's walks (``gc=False``:
+    it holds strings, numbers, tuples, read-only maps and structs of the same kind, nothing that
+    could refer back to it).
+
+    Pydantic validates a record field by field through ``_fields``, a TypedDict of the fields
+    with the model's types, defaults and checks, whose config states the schema's title: the
+    same errors on the same fields, the same JSON schema. Checks across fields, and values made
+    from other fields, are ``_finish``'s. Unknown fields are kept in ``model_extra`` (read-only)
+    and written after the declared ones, as a model writes them. A record given as it is passes
+    as it is; anything but a mapping is refused as a model refuses it.
+
+    Made by code (``GoldenCase(id=..., ...)``), the values are taken as they are: give tuples and
+    read-only maps, or use :meth:`model_validate`. msgspec decodes a file's plain records
+    straight into the struct (:mod:`groundjudge.load.plain`), with the bounds its fields carry
+    (:class:`msgspec.Meta`); an unknown field there is an error (``forbid_unknown_fields``),
+    which leaves that batch to pydantic.
+    """
+
+    _fields: ClassVar[Any]
+
+    @classmethod
+    def _finish(cls, values: dict[str, Any]) -> None:
+        """Check what ties the validated fields together (a ``ValueError`` names the record) and
+        make the values that follow from others; every declared field is in ``values`` after."""
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self:
+        """The record ``obj`` (a mapping of its fields) describes, validated as a file's line is."""
+        result: Self = _adapter(cls).validate_python(obj)
+        return result
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> Self:
+        """The record of one JSON object, validated as a file's line is."""
+        result: Self = _adapter(cls).validate_json(data)
+        return result
+
+    def model_dump(self, *, mode: Literal["json", "python"] = "python", **options: Any) -> dict[str, Any]:
+        """The record as pydantic writes it: its fields, then its unknown ones."""
+        result: dict[str, Any] = _adapter(type(self)).dump_python(self, mode=mode, **options)
+        return result
+
+    def model_dump_json(self, **options: Any) -> str:
+        """:meth:`model_dump` as JSON text."""
+        return _adapter(type(self)).dump_json(self, **options).decode()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        # the TypedDict's schema where it is used, under a reference named after the struct:
+        # the JSON schema then defines a nested record by its own name, as it defined the model
+        fields = {key: value for key, value in handler.resolve_ref_schema(handler.generate_schema(cls._fields)).items()
+                  if key != "ref"}
+        declared = tuple(name for name in cls.__struct_fields__ if name != "model_extra")
+        names = frozenset(declared)
+        finish = cls._finish
+
+        def build(values: dict[str, Any]) -> Any:
+            finish(values)
+            if len(values) == len(declared):  # (every declared field is in ``values``)
+                return cls(**values)
+            extra = {k: v for k, v in values.items() if k not in names}
+            return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
+
+        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+            if type(value) is cls:
+                return value
+            if not isinstance(value, Mapping):  # as a model says it
+                raise PydanticKnownError("model_type", {"class_name": cls.__name__})
+            return validate(value)
+
+        def as_fields(record: Any, write: core_schema.SerializerFunctionWrapHandler) -> Any:
+            out = {name: getattr(record, name) for name in declared}
+            if record.model_extra:
+                out.update(record.model_extra)
+            return write(out)
+
+        from_fields = core_schema.no_info_after_validator_function(build, fields)
+        return core_schema.json_or_python_schema(
+            json_schema=from_fields,  # JSON holds no structs: no check for one
+            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
+            serialization=core_schema.wrap_serializer_function_ser_schema(as_fields, schema=fields),
+            ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}")
+
+
+@cache
+def _adapter(kind: type[_Struct]) -> TypeAdapter[Any]:
+    # titled so that a validation error names the record, as a model's does
+    return TypeAdapter(kind, config=ConfigDict(title=kind.__name__))
+
+
+@with_config(ConfigDict(title="UserContext", **_FIELDS))
+class UserContextFields(TypedDict):
+    tenant: NotRequired[Annotated[str | None, Field(default=None)]]
+    roles: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    locale: NotRequired[Annotated[str | None, Field(default=None)]]
+
+
+class UserContext(_Struct, frozen=True, kw_only=True, gc=False):
+    """Who asks a golden case's question (see :class:`_Struct`)."""
+
+    _fields = UserContextFields
     tenant: str | None = None
     roles: tuple[str, ...] = ()
     locale: str | None = None
+    model_extra: Mapping[str, Any] = EMPTY  # unknown fields, as read-only JSON values
 
 
-class GoldenCase(_Record):
+def _golden_unrecorded(value: Any) -> Any:
+    return _not_recorded(value, GOLDEN_UNRECORDABLE, "golden set")
+
+
+# A golden case's fields as pydantic reads and writes them (see GoldenCase): the names, types,
+# defaults and checks the model had, and its title and description, which the schema states.
+@with_config(ConfigDict(title="GoldenCase", **_FIELDS))
+class GoldenCaseFields(TypedDict):
     """One question of the golden set (SPEC 3.1)."""
 
     id: NonEmptyStr
     question: NonEmptyStr
+    expected_answer: NotRequired[Annotated[str | None, Field(default=None)]]
+    expected_chunk_ids: NotRequired[Annotated[tuple[NonEmptyStr, ...], Field(default=())]]
+    # every expected chunk the case does not grade: grade 3 (``GoldenCase._finish``)
+    relevance: NotRequired[Annotated[ReadOnlyMap[str, Grade], Field(default_factory=frozendict)]]
+    expected_doc_ids: NotRequired[Annotated[tuple[NonEmptyStr, ...] | None, Field(default=None)]]
+    must_cite: NotRequired[Annotated[tuple[NonEmptyStr, ...], Field(default=())]]
+    must_contain: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    forbidden: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    gold_claim_substrings: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    difficulty: NotRequired[Annotated[str | None, Field(default=None)]]
+    tags: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    # no default here, so that ``_finish`` sees whether the line gives one (a case may not give
+    # one and list it in not_recorded); the schema states the default it then takes
+    expected_behavior: NotRequired[Annotated[Behavior, Field(json_schema_extra={"default": "answer"})]]
+    user_context: NotRequired[Annotated[UserContext | None, Field(default=None)]]
+    constraints: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    paraphrases: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    not_recorded: NotRequired[Annotated[
+        SharedMap, Field(default_factory=frozendict),
+        BeforeValidator(_golden_unrecorded, json_schema_input_type=dict[str, str] | list[str])]]
+
+
+class GoldenCase(_Struct, frozen=True, kw_only=True, gc=False):
+    """One question of the golden set (SPEC 3.1): a frozen msgspec struct, validated by pydantic
+    through :class:`GoldenCaseFields` (see :class:`_Struct`). ``relevance`` grades every
+    expected chunk: one the line does not grade is fully relevant (3). A case has no set of given
+    field names (``model_fields_set``): whether it gave ``expected_behavior`` is decided while it
+    is validated."""
+
+    _fields = GoldenCaseFields
+    id: ItemId
+    question: ItemId
     expected_answer: str | None = None
-    expected_chunk_ids: tuple[NonEmptyStr, ...] = ()
-    relevance: ReadOnlyMap[str, Grade] = Field(default_factory=frozendict, validate_default=True)
-    expected_doc_ids: tuple[NonEmptyStr, ...] | None = None
-    must_cite: tuple[NonEmptyStr, ...] = ()
+    expected_chunk_ids: tuple[ItemId, ...] = ()
+    relevance: Mapping[str, Grade] = EMPTY
+    expected_doc_ids: tuple[ItemId, ...] | None = None
+    must_cite: tuple[ItemId, ...] = ()
     must_contain: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
     gold_claim_substrings: tuple[str, ...] = ()
@@ -169,25 +315,19 @@ class GoldenCase(_Record):
     paraphrases: tuple[str, ...] = ()
     # fields the source does not record -> why (an adapter's "the X format records no ..."): a
     # metric that reads one is null for this case with that reason, never computed from the default
-    not_recorded: SharedMap = Field(default_factory=frozendict)
+    not_recorded: Mapping[str, str] = EMPTY
+    model_extra: Mapping[str, Any] = EMPTY  # unknown fields, as read-only JSON values
 
-    @field_validator("not_recorded", mode="before", json_schema_input_type=dict[str, str] | list[str])
     @classmethod
-    def _unrecorded_fields(cls, value: Any) -> Any:
-        return _not_recorded(value, GOLDEN_UNRECORDABLE, "golden set")
-
-    @model_validator(mode="after")
-    def _unrecorded_behavior(self) -> GoldenCase:
-        if "expected_behavior" in self.not_recorded and "expected_behavior" in self.model_fields_set:
+    def _finish(cls, values: dict[str, Any]) -> None:
+        values["relevance"] = with_expected_grades(values["relevance"], values["expected_chunk_ids"])
+        unrecorded = values["not_recorded"]
+        if "expected_behavior" not in values:
+            values["expected_behavior"] = "answer"
+        elif "expected_behavior" in unrecorded:
             raise ValueError("expected_behavior is listed in not_recorded but holds a value; leave it out")
-        if "expected_chunk_ids" in self.not_recorded and (self.expected_chunk_ids or self.relevance):
+        if "expected_chunk_ids" in unrecorded and (values["expected_chunk_ids"] or values["relevance"]):
             raise ValueError("expected_chunk_ids is listed in not_recorded but the case grades chunks; leave it out")
-        return self
-
-    @field_validator("relevance")
-    @classmethod
-    def _default_grades(cls, value: Mapping[str, int], info: ValidationInfo) -> Mapping[str, int]:
-        return with_expected_grades(value, info.data.get("expected_chunk_ids", ()))
 
     @property
     def relevant_chunk_ids(self) -> frozenset[str]:
@@ -222,7 +362,7 @@ class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unk
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         fields = [f for f in msgspec.structs.fields(cls) if f.name != "model_extra"]
         names = frozenset(f.name for f in fields)
-        shape = with_config(_ITEM)(TypedDict(cls.__name__, {  # type: ignore[operator]
+        shape = with_config(_FIELDS)(TypedDict(cls.__name__, {  # type: ignore[operator]
             f.name: f.type if f.required else NotRequired[f.type] for f in fields}))
 
         def build(values: dict[str, Any]) -> _TraceItem:
@@ -261,9 +401,6 @@ class _TraceItem(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unk
             if f.name in properties and not f.required:
                 properties[f.name]["default"] = f.default  # as a model's schema states its defaults
         return ref
-
-
-_ITEM = ConfigDict(extra="allow", str_strip_whitespace=False, allow_inf_nan=False)
 
 
 class RetrievedChunk(_TraceItem, frozen=True, kw_only=True, gc=False):
@@ -466,29 +603,66 @@ def _trace_adapter() -> TypeAdapter[Trace]:
     return TypeAdapter(Trace)
 
 
-class Acl(_Record):
+@with_config(ConfigDict(title="Acl", **_FIELDS))
+class AclFields(TypedDict):
+    tenants: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+    roles: NotRequired[Annotated[tuple[str, ...], Field(default=())]]
+
+
+class Acl(_Struct, frozen=True, kw_only=True, gc=False):
+    """Who may read a corpus chunk (see :class:`_Struct`)."""
+
+    _fields = AclFields
     tenants: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
+    model_extra: Mapping[str, Any] = EMPTY  # unknown fields, as read-only JSON values
 
 
-class CorpusChunk(_Record):
+def _split_path(value: Any) -> Any:
+    """A section path given as one ``a > b`` string: its parts."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(">") if part.strip()]
+    return value
+
+
+# A corpus chunk's fields as pydantic reads and writes them (see CorpusChunk), as the model had them.
+@with_config(ConfigDict(title="CorpusChunk", **_FIELDS))
+class CorpusChunkFields(TypedDict):
     """One chunk of the corpus (SPEC 3.3)."""
 
     chunk_id: NonEmptyStr
     doc_id: NonEmptyStr
+    doc_version: NotRequired[Annotated[str | None, Field(default=None)]]
+    text: str
+    section_path: NotRequired[Annotated[
+        tuple[str, ...], Field(default=()), BeforeValidator(_split_path, json_schema_input_type=list[str] | str)]]
+    offsets: NotRequired[Annotated[Offsets | None, Field(default=None)]]
+    type: NotRequired[Annotated[ContentType, Field(default="prose")]]
+    acl: NotRequired[Annotated[Acl | None, Field(default=None)]]
+
+
+if TYPE_CHECKING:
+    _SectionPath = tuple[str, ...]
+else:
+    # As msgspec reads a chunk's section path (groundjudge.load.plain): its parts, or one
+    # ``a > b`` string, which the loader splits before the chunk leaves it. A chunk holds parts only.
+    _SectionPath = tuple[str, ...] | str
+
+
+class CorpusChunk(_Struct, frozen=True, kw_only=True, gc=False):
+    """One chunk of the corpus (SPEC 3.3): a frozen msgspec struct, validated by pydantic through
+    :class:`CorpusChunkFields` (see :class:`_Struct`)."""
+
+    _fields = CorpusChunkFields
+    chunk_id: ItemId
+    doc_id: ItemId
     doc_version: str | None = None
     text: str
-    section_path: tuple[str, ...] = ()
+    section_path: _SectionPath = ()
     offsets: Offsets | None = None
     type: ContentType = "prose"
     acl: Acl | None = None
-
-    @field_validator("section_path", mode="before", json_schema_input_type=list[str] | str)
-    @classmethod
-    def _split_path(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(">") if part.strip()]
-        return value
+    model_extra: Mapping[str, Any] = EMPTY  # unknown fields, as read-only JSON values
 
 
 class ClaimLabel(_Record):
@@ -518,7 +692,7 @@ def input_schema(name: str) -> dict[str, Any]:
 TRACE_UNRECORDABLE = ("retrieved_chunks", "context_chunks", "answer", "citations")
 GOLDEN_UNRECORDABLE = ("expected_behavior", "expected_chunk_ids")
 
-CONTRACTS: dict[str, type[BaseModel | Trace]] = {
+CONTRACTS: dict[str, type[BaseModel | Trace | _Struct]] = {
     "golden": GoldenCase,
     "trace": Trace,
     "corpus": CorpusChunk,
