@@ -29,7 +29,7 @@ from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, 
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
-from groundjudge.metrics.table import MetricValues
+from groundjudge.metrics.table import MetricValues, as_dicts
 from groundjudge.metrics.value import MetricValue
 from groundjudge.provenance import provenance
 from groundjudge.report.metrics_document import (
@@ -224,7 +224,7 @@ _VERDICTS_BY_CASE: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, VerdictFi
 
 
 def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
-    return [v.to_dict() if isinstance(v, MetricValues) else dict(v) for v in values]
+    return as_dicts(values)
 
 
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
