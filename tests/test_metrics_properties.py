@@ -8,6 +8,7 @@ that the two code paths (an ordered ranking, a scored run) agree.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -411,3 +412,42 @@ def test_failed_checks_of_a_table_without_rows_or_without_checked_metrics():
     assert failed_checks(metric_schema(["recall@10"]).empty_table()) == []
     only_other = pa.table({"config_id": ["c"], "case_id": ["a"], "other": [0.0]})
     assert failed_checks(only_other) == [()]
+
+
+WITH_NAN = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
+                                    st.one_of(st.none(), st.floats(-5, 5), st.just(math.nan), st.just(-0.0)),
+                                    max_size=4), max_size=12)
+
+
+@given(WITH_NAN, WITH_NAN, st.integers(0, 30), st.integers(0, 30))
+def test_rows_read_as_dicts_a_column_at_a_time_are_the_rows(rows: list[dict[str, float | None]],
+                                                             more: list[dict[str, float | None]],
+                                                             start: int, stop: int) -> None:
+    """as_dicts over any slice of a table's row views (two chunks, rows of several layouts,
+    nulls, NaN), with a plain dict among them, gives each row's values: the same floats (bit for
+    bit), None where the row has none, the row's metrics in order."""
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_dicts, concat, views
+
+    batches = [as_batch_of(part, CaseMetrics) for part in (rows, more)]
+    table = concat([batch for batch, _ in batches])
+    read: list[Any] = views(table, [f for _, facts in batches for f in facts])[start:start + stop]
+    if read:
+        read.insert(len(read) // 2, {"plain": 1.0})
+    got = as_dicts(read)
+    expected = [dict(v) if isinstance(v, dict) else v.to_dict() for v in read]
+    assert [list(d) for d in got] == [list(d) for d in expected]
+    assert [[_float_bits(x) for x in d.values()] for d in got] == [[_float_bits(x) for x in d.values()] for d in expected]
+    assert all(type(x) in (float, type(None)) for d in got for x in d.values())
+
+
+def as_batch_of(rows: list[dict[str, float | None]], case_metrics: Any) -> Any:
+    from groundjudge.metrics.table import as_batch
+
+    return as_batch([case_metrics(f"c{i}", "cfg", row, "answer", (), ()) for i, row in enumerate(rows)])
+
+
+def _float_bits(value: float | None) -> object:
+    import struct
+
+    return None if value is None else struct.pack("<d", value)

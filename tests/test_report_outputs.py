@@ -400,8 +400,8 @@ def test_the_report_is_written_from_the_typed_document_as_its_full_dump_in_eithe
 
 
 def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> None:
-    """report.json's verdicts are written by pydantic a slice at a time, and must be the bytes
-    ``compact_json`` writes of the same verdicts as JSON values: hostile and non-ASCII text,
+    """report.json's verdicts are written a slice at a time, and must be the bytes pydantic and
+    ``compact_json`` write of the same verdicts as JSON values: hostile and non-ASCII text,
     floats of every spelling, NaN and infinities (null), claims with and without optional
     fields, errors and skipped cases, across slice boundaries."""
     import math
@@ -410,7 +410,7 @@ def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> No
 
     from groundjudge.files import compact_json
     from groundjudge.judge.claim_result import ClaimResult
-    from groundjudge.judge.results import CaseJudgement, CriterionValue, Usage
+    from groundjudge.judge.results import CaseJudgement, CriterionValue, NuggetResult, Usage
     from groundjudge.report import document
     from groundjudge.report.document import json_chunks
 
@@ -430,6 +430,7 @@ def test_verdicts_written_in_one_step_are_the_bytes_of_their_json_values() -> No
         cases[cid] = CaseJudgement(case_id=cid, config_id="cfg", status="judged", claims=claims if i % 3 else (),
                                    criteria={"faithful": CriterionValue(label=bool(i % 2), value=f, confidence=f)},
                                    usage=Usage(requests=1, cost_usd=f if math.isfinite(f) else 0.5), seconds=f,
+                                   nuggets=(NuggetResult(text=t, stated=bool(i % 2), confidence=f),) if i % 5 else (),
                                    raw=t, judge_reason=t)
     for chosen in (cases, dict(list(cases.items())[:1]), {}):
         entries = document._Entries(chosen, document._verdicts, document._verdicts_json)

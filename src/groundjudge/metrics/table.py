@@ -176,6 +176,40 @@ class RowReader:
         return self._failed[self._starts[chunk] + row]
 
 
+def as_dicts(rows: Sequence[Mapping[str, float | None]]) -> list[dict[str, float | None]]:
+    """Each row as a dict (a :class:`MetricValues`' ``to_dict()``). A run of views of one
+    chunk's consecutive rows with the same metrics (how a config's rows come, in order) is read a
+    column at a time: a slice of each column's values, None where the row has no value."""
+    out: list[dict[str, float | None]] = []
+    i = 0
+    while i < len(rows):
+        first = rows[i]
+        if not isinstance(first, MetricValues):
+            out.append(dict(first))
+            i += 1
+            continue
+        end, last = i + 1, first
+        while end < len(rows) and isinstance(row := rows[end], MetricValues) and row._follows(last):
+            end, last = end + 1, row
+        start, size, columns = first._row, end - i, first._reader.columns
+        read = []
+        for name in first._names:
+            values, valid = columns[name][first._chunk]
+            part = values[start:start + size]
+            if valid is None:
+                read.append(part.tolist() if isinstance(part, memoryview) else list(part))
+            else:
+                column = np.asarray(part).astype(object)  # each value a Python float
+                column[~np.asarray(valid[start:start + size])] = None
+                read.append(column.tolist())
+        if read:
+            out += [dict(zip(first._names, row_values, strict=True)) for row_values in zip(*read, strict=True)]
+        else:  # rows without a metric
+            out += [{} for _ in range(size)]
+        i = end
+    return out
+
+
 def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
     data = chunk.buffers()[1]
     values: Sequence[float] = (memoryview(data).cast("d")[chunk.offset:chunk.offset + len(chunk)]
@@ -243,6 +277,11 @@ class MetricValues(Mapping[str, "float | None"]):
 
     def items(self) -> Any:
         return self.to_dict().items()
+
+    def _follows(self, other: MetricValues) -> bool:
+        """Whether this is the row after ``other`` in the same chunk, with the same metrics."""
+        return (self._reader is other._reader and self._chunk == other._chunk and self._row == other._row + 1
+                and self._names is other._names)
 
     def values(self) -> Any:
         return self.to_dict().values()

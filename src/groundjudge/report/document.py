@@ -19,6 +19,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from groundjudge.calibrate.stability import StabilityCheck
@@ -29,7 +30,7 @@ from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, 
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
-from groundjudge.metrics.table import MetricValues
+from groundjudge.metrics.table import MetricValues, as_dicts
 from groundjudge.metrics.value import MetricValue
 from groundjudge.provenance import provenance
 from groundjudge.report.metrics_document import (
@@ -224,7 +225,7 @@ _VERDICTS_BY_CASE: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, VerdictFi
 
 
 def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
-    return [v.to_dict() if isinstance(v, MetricValues) else dict(v) for v in values]
+    return as_dicts(values)
 
 
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
@@ -233,10 +234,22 @@ def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
 
 
 def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
-    """Verdicts by case id as compact JSON, in one step: pydantic writes strings and floats as
-    ``compact_json`` does (a test holds the two to the same bytes)."""
-    return _VERDICTS_BY_CASE.dump_json({case_id: verdict_fields(case) for case_id, case in cases.items()},
-                                       by_alias=True)
+    """Verdicts by case id as compact JSON: the bytes pydantic writes for them
+    (``_VERDICTS_BY_CASE``; a test holds the two to the same bytes), made without a Python call
+    per verdict. msgspec turns the verdicts and their claims (structs) into plain values in one
+    step; the few models they hold (criterion values and usage, most of them shared by many
+    verdicts) are dumped once each."""
+    dumped: dict[int, Any] = {}
+
+    def model(value: Any) -> Any:
+        found = dumped.get(id(value))
+        if found is None:
+            if not isinstance(value, BaseModel):
+                raise TypeError(f"a verdict holds a {type(value).__name__}")
+            found = dumped[id(value)] = (value, value.model_dump(mode="json", by_alias=True))
+        return found[1]
+
+    return compact_json(msgspec.to_builtins(cases, enc_hook=model))
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:

@@ -95,22 +95,25 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
     for config_id in doc.configs:
         section = doc.judge.per_config.get(config_id)
         verdicts = section.cases if section is not None else {}
+        traces = dataset.traces.get(config_id, {})
         for case_id, case in dataset.cases.items():
-            trace = dataset.trace(config_id, case_id)
+            variants = traces.get(case_id)
+            trace = None if variants is None else variants.get(0)  # the case's own question
             if trace is None:
                 continue
             records: list[dict[str, Any]] = []
             base = {"config_id": config_id, "case_id": case_id, "tags": case.tags, "question": case.question,
                     "answer": trace.answer}
             facts = None
-            waiting = queued.get((config_id, case_id))
+            # most runs queue nothing and find no verdict unstable: no key made per case then
+            waiting = queued.get((config_id, case_id)) if queued else None
             if waiting is not None:
                 facts = _facts(case, trace)
                 reasons = [r.model_dump(mode="json") for r in waiting.reasons]
                 records.append({**base, "kind": AWAITS_PERSON, "awaits": "a person's label",
                                 "criteria": list(waiting.criteria), "why": queue_why(reasons), "reasons": reasons,
                                 "retrieval": facts})
-            unstable = shaky.get((config_id, case_id))
+            unstable = shaky.get((config_id, case_id)) if shaky else None
             if unstable:
                 facts = facts or _facts(case, trace)
                 records.append({**base, "kind": UNSTABLE, "criteria": [u.criterion for u in unstable],
@@ -250,11 +253,19 @@ def jsonl_lines(records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
         yield compact_json(r) + b"\n"
 
 
+_GRADES = {grade: markdown(grade) for grade in range(4)}  # the contract's grades, escaped once
+
+
+def _grade_text(grade: Any) -> str:
+    text = _GRADES.get(grade) if type(grade) is int else None
+    return markdown(grade) if text is None else text
+
+
 def _retrieval_line(facts: dict[str, Any]) -> str:
     gold = facts.get("gold_chunks")
     if not gold:
         return "no gold chunks for this case"
-    return "; ".join([f"{markdown_code(g['chunk_id'])} (grade {markdown(g.get('grade'))}): "
+    return "; ".join([f"{markdown_code(g['chunk_id'])} (grade {_grade_text(g.get('grade'))}): "
                       f"{f'rank {rank}' if (rank := g.get('rank')) else 'never retrieved'}, "
                       + ("context not recorded" if (seen := g.get("in_context")) is None else "in context" if seen
                          else "not in context") for g in gold])
