@@ -175,6 +175,20 @@ def test_a_cases_rates_refuse_what_retrieval_metrics_refuses() -> None:
         assert case_rates(ranking, relevance, KS) == {k: v for k, v in full.items() if k not in COUNTS}
 
 
+def test_a_cases_rates_come_from_a_cache_of_int_grades_only_for_int_grades() -> None:
+    """A case's rates are scored once per outcome (the grade at each rank and the case's grades)
+    and cached: numpy's integers equal ints, but their rates are scored as they are (numpy's
+    floats where retrieval_metrics gives those), before and after the same outcome in ints."""
+    import numpy as np
+
+    ranking = ["d1", "d2", "d3"]
+    for relevance in ({"d2": 2, "d9": 1}, {"d2": np.int64(2), "d9": np.int64(1)}, {"d2": 2, "d9": 1}):
+        full = retrieval_metrics(ranking, relevance, KS, precision_without_relevant=None)
+        rates = case_rates(ranking, relevance, KS)
+        assert [(k, v, type(v)) for k, v in rates.items()] == [(k, v, type(v)) for k, v in full.items()
+                                                               if k not in COUNTS]
+
+
 @given(cases(), st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=30, max_size=30))
 def test_order_preserving_relabelling_keeps_tie_breaks(case, scores) -> None:
     ranking, relevance = case

@@ -113,7 +113,7 @@ def compute_case(
     relevant = case.relevant_chunk_ids  # made on each read: once here for every metric
     ranking = ranking_of(trace)
     # A case without relevant chunks has no precision (trec_eval would say 0): None, left out of means.
-    values = case_rates(ranking, case.relevance, settings.ks)
+    values = case_rates(ranking, case.relevance, settings.ks, distinct=True)  # ranking_of lists each id once
     values.update(doc_recall(case, trace, ranking, corpus, settings.ks, relevant=relevant))
     values.update(span_metrics(case, trace, ranking, corpus.chunks, settings.ks, relevant=relevant))
     values.update(context_metrics(case, trace, relevant=relevant))

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Integral
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 __all__ = [
     "DEFAULT_KS",
@@ -181,10 +181,13 @@ def retrieval_metrics(
     return _ranked(ranking, relevance, relevance_level, ks, _keys(ks), precision_without_relevant)
 
 
-def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequence[int]) -> dict[str, float | None]:
+def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequence[int], *,
+               distinct: bool = False) -> dict[str, float | None]:
     """A golden-set case's rates: :func:`retrieval_metrics` at relevance level 1 with
     ``precision_without_relevant=None``, without the ``num_*`` counts (not a case's metrics).
     The same values, without the checks of arguments a case's scoring fixes itself.
+    ``distinct``: the caller made the ranking list each document once (``case.ranking_of``
+    does), so that is not checked again.
 
     Raises
     ------
@@ -193,8 +196,29 @@ def case_rates(ranking: Sequence[str], relevance: Mapping[str, int], ks: Sequenc
         not an integer.
     """
     ks = _check_ks(ks)
+    if not distinct and len(set(ranking)) != len(ranking):
+        raise ValueError(f"document {_first_duplicate(ranking)!r} appears twice in the ranking")
+    outcome = tuple(map(relevance.get, ranking)), tuple(relevance.values())
+    if not set(map(type, relevance.values())) <= {int}:
+        _check_grades(relevance)  # raises for a grade that is not an integer
+        # integers of another type (numpy's) are scored as they are: an outcome equal to one of
+        # int grades would otherwise be read from, or put in, the cache of the int grades
+        return _outcome_rates.__wrapped__(*outcome, ks)
+    return dict(_outcome_rates(*outcome, ks))  # a copy: the cached dict is every such case's
+
+
+@lru_cache(maxsize=4096)
+def _outcome_rates(grade_at_rank: tuple[int | None, ...], grades: tuple[int, ...], ks: tuple[int, ...],
+                   ) -> dict[str, float | None]:
+    """:func:`case_rates` of a ranking whose documents have the grades ``grade_at_rank`` (None:
+    not judged), in a case whose judgments have ``grades``. That is all a case's rates read: the
+    cases of a run share a few hundred such outcomes, so each one is scored once, by the
+    arithmetic of the TREC path (``_score``)."""
+    hit_ranks = [rank for rank, grade in enumerate(grade_at_rank) if grade is not None and grade > 0]
+    hit_grades = [cast(int, grade_at_rank[rank]) for rank in hit_ranks]
+    judged = _Judged.graded({}, [grade for grade in grades if grade > 0], 1)  # ``_score`` reads no document
     keys = _keys(ks)
-    return _ranked(ranking, relevance, 1, ks, keys[:len(keys) - len(_COUNTS)], None)
+    return _score(hit_ranks, hit_grades, len(grade_at_rank), judged, ks, keys[:len(keys) - len(_COUNTS)], None)
 
 
 def _ranked(ranking: Sequence[str], relevance: Mapping[str, int], level: int, ks: tuple[int, ...],
@@ -294,7 +318,12 @@ class _Judged(NamedTuple):
         if not set(map(type, relevance.values())) <= {int}:
             _check_grades(relevance)
         positive = {doc: grade for doc, grade in relevance.items() if grade > 0}
-        ordered = sorted(positive.values(), reverse=True)
+        return cls.graded(positive, positive.values(), level)
+
+    @classmethod
+    def graded(cls, positive: dict[str, int], grades: Iterable[int], level: int) -> _Judged:
+        """From the positive-grade documents and their ``grades`` (in any order)."""
+        ordered = sorted(grades, reverse=True)
         ideal_linear, ideal_exp = _dcg_prefixes(range(len(ordered)), ordered)
         num_rel = len(ordered) if level == 1 else sum(1 for grade in ordered if grade >= level)
         return cls(positive, level, num_rel, ideal_linear, ideal_exp)
