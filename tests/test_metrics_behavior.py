@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules
+from groundjudge.metrics.behavior import DEFAULT_PHRASES, BehaviorRules, _fold
 
 EDGES = [
     None, "", "   \n\t", "I DON'T KNOW.", "i  don't\n\tknow", "i\u00a0don't\u3000know",  # case, white space
@@ -56,3 +56,24 @@ pieces = st.sampled_from([p for by_locale in DEFAULT_PHRASES.values() for phrase
 def test_any_batch_is_classified_as_answer_by_answer(answers: list[str | None]) -> None:
     agree(BehaviorRules(), answers)
     agree(BehaviorRules(refusal_token="x"), answers)
+
+
+# An ASCII answer is searched unfolded: its phrases may come in any case, with any run of ASCII
+# white space between their words
+spaces = st.lists(st.sampled_from([" ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1f"]), min_size=1, max_size=3)
+cases = st.sampled_from([str.lower, str.upper, str.title, str.swapcase])
+
+
+@st.composite
+def ascii_phrase(draw: st.DrawFn) -> str:
+    phrase = draw(st.sampled_from([p for by_locale in DEFAULT_PHRASES.values() for phrases in by_locale.values()
+                                   for p in phrases if _fold(p).isascii()]))
+    words = _fold(phrase).split(" ")
+    text = words[0] + "".join("".join(draw(spaces)) + word for word in words[1:])
+    return draw(cases)(text)
+
+
+@given(st.lists(st.lists(st.one_of(ascii_phrase(), st.sampled_from(["x", ".", " ", "\t", "no", "I"])),
+                         max_size=4).map("".join), max_size=12))
+def test_ascii_answers_with_any_case_and_white_space_are_classified_as_answer_by_answer(answers: list[str]) -> None:
+    agree(BehaviorRules(), answers)

@@ -50,17 +50,22 @@ class BehaviorRules:
     def detect_all(self, answers: Sequence[str | None]) -> list[Behavior]:
         """:meth:`detect` of each answer, in order: the same results, with the phrases searched
         for in the whole column of answers at once (one pass of one pattern that matches any
-        phrase, in Arrow). Only the answers it finds a phrase in are classified one by one."""
+        phrase, in Arrow). Only the answers it finds a phrase in are classified one by one.
+
+        An ASCII answer is searched as it is, not folded (most of the cost, and most answers
+        are ASCII): the pattern finds a phrase wherever folding would have let it be found
+        (``_any_phrase``), and an answer it finds one in is folded and classified as
+        :meth:`detect` does."""
         out: list[Behavior] = []
         texts: list[str] = []
-        at: list[int] = []  # the answers whose folded text is searched, by position in ``out``
+        at: list[tuple[int, str]] = []  # the answers searched: position in ``out``, the answer
         for answer in answers:
             if answer is None or not answer.strip() or (
                     self.refusal_token is not None and answer.strip() == self.refusal_token):
                 out.append("abstain")
             else:
-                at.append(len(out))
-                texts.append(strip_accents(normalize(answer)))
+                at.append((len(out), answer))
+                texts.append(answer if answer.isascii() else strip_accents(normalize(answer)))
                 out.append("answer")
         if not texts or self._any_phrase is None:
             return out
@@ -73,9 +78,9 @@ class BehaviorRules:
             # text UTF-8 cannot hold (a lone surrogate), or a phrase list too large for one
             # pattern: every answer is searched phrase by phrase instead
             found = [True] * len(texts)
-        for i, folded, hit in zip(at, texts, found, strict=True):
+        for (i, answer), hit in zip(at, found, strict=True):
             if hit:
-                out[i] = self._classify(folded)
+                out[i] = self._classify(strip_accents(normalize(answer)))
         return out
 
     def _classify(self, folded: str) -> Behavior:
@@ -86,13 +91,17 @@ class BehaviorRules:
 
     @cached_property
     def _any_phrase(self) -> str | None:
-        """One RE2 pattern matching where any phrase occurs (each a literal: every character but
-        an ASCII letter or digit written by its code point); None when there is no phrase."""
+        """One RE2 pattern matching where any phrase occurs in a folded answer, or would occur
+        once an ASCII answer is folded: case is ignored, and a phrase's space matches any run of
+        the white space ``str.split`` splits ASCII text on (folding leaves one space of each run,
+        and changes no other ASCII character but by its case). Each word is a literal (every
+        character but an ASCII letter or digit written by its code point). It may find a phrase
+        that folding would not (the answer is then classified to no effect); it misses none.
+        None when there is no phrase."""
         phrases = dict.fromkeys(p for _, group in self._folded for p in group)
         if not phrases:
             return None
-        return "|".join("".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in p)
-                        for p in phrases)
+        return "(?i)" + "|".join(_ASCII_SPACE.join(_literal(word) for word in p.split(" ")) for p in phrases)
 
     @cached_property
     def _folded(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -101,6 +110,13 @@ class BehaviorRules:
         return tuple((behavior, tuple(_fold(p) for phrases in self.phrases.get(behavior, {}).values()
                                       for p in phrases))
                      for behavior in ("permission_denied", "abstain", "escalate"))
+
+
+_ASCII_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]+"  # the ASCII characters str.isspace holds white space
+
+
+def _literal(text: str) -> str:
+    return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 @lru_cache(maxsize=4096)
