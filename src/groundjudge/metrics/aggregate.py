@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from groundjudge.contracts import GoldenCase
 from groundjudge.metrics.case import CaseMetrics
-from groundjudge.metrics.operations import percentile
+from groundjudge.metrics.operations import sorted_percentile
 from groundjudge.metrics.table import NOT_RECORDED, metric_columns
 
 
@@ -70,21 +70,24 @@ def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
 def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
     out: dict[str, Summary] = {}
     for name, values in columns:
-        _check_finite(name, values)
+        total = sum(values)  # once, for the check, the mean and the total
+        _check_finite(name, values, total)
         if name.startswith("latency_ms."):
+            ordered = sorted(values)  # once, for every percentile
             for q in PERCENTILES:
-                out[f"{name}.p{q}"] = {"value": percentile(values, q), "n": len(values)}
+                out[f"{name}.p{q}"] = {"value": sorted_percentile(ordered, q), "n": len(values)}
             continue
-        out[name] = {"value": sum(values) / len(values) if len(values) else None, "n": len(values)}
+        out[name] = {"value": total / len(values) if len(values) else None, "n": len(values)}
         if name == "cost_usd":
-            out["cost_usd.total"] = {"value": sum(values) if len(values) else None, "n": len(values)}
+            out["cost_usd.total"] = {"value": total if len(values) else None, "n": len(values)}
     return out
 
 
 def column_summaries(name: str, values: npt.NDArray[np.float64]) -> dict[str, Summary]:
     """:func:`summaries` of one metric's values (none null) as a float64 array. The sums stay
-    Python's own ``sum`` (Python 3.12 adds floats differently from a loop in numpy)."""
-    return _summaries([(name, values.tolist())])
+    Python's own ``sum`` (Python 3.12 adds floats differently from a loop in numpy), over a
+    view of the array that hands it one Python float at a time (no list of them all)."""
+    return _summaries([(name, cast(Column, values.data))])
 
 
 def unknown_counts(tables: Iterable[pa.Table]) -> UnknownCounts:
@@ -121,11 +124,11 @@ def with_reasons(found: dict[str, Summary], counts: UnknownCounts, cases: int) -
     return found
 
 
-def _check_finite(name: str, values: Column) -> None:
+def _check_finite(name: str, values: Column, total: float) -> None:
     """A NaN or an infinity would make a mean (and orjson's null) of a column whose n still
-    counts it. Inputs are checked when they are read, so this never happens unless a metric
-    computes one: say so rather than write a summary that hides it."""
-    if values and not math.isfinite(sum(values)):
+    counts it (``total``: the column's sum). Inputs are checked when they are read, so this never
+    happens unless a metric computes one: say so rather than write a summary that hides it."""
+    if len(values) and not math.isfinite(total):
         raise ValueError(f"metric {name!r}: a value that is not a finite number reached the summary "
                          "(inputs are checked when read, so a metric computed it: a bug)")
 

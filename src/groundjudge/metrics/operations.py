@@ -26,9 +26,13 @@ def operation_values(trace: Trace) -> dict[str, float | None]:
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """Linear-interpolation percentile (numpy's default method); None for no values."""
-    if not values:
+    return sorted_percentile(sorted(values), q)
+
+
+def sorted_percentile(ordered: Sequence[float], q: float) -> float | None:
+    """:func:`percentile` of values sorted already."""
+    if not ordered:
         return None
-    ordered = sorted(values)
     pos = (len(ordered) - 1) * q / 100.0
     lo, hi = math.floor(pos), math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
