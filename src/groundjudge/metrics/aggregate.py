@@ -133,6 +133,14 @@ def _check_finite(name: str, values: Column, total: float) -> None:
                          "(inputs are checked when read, so a metric computed it: a bug)")
 
 
+def distinct_layouts(layouts: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The distinct layouts (rows' metric names) among ``layouts``, in the order they first
+    appear. Rows share a handful of layout tuples (``table.as_batch`` makes one per layout and
+    batch slice): they are told apart by identity first, as a tuple's hash is worked out anew,
+    over every name, each time it is looked up."""
+    return list(dict.fromkeys(dict(zip(map(id, layouts), layouts)).values()))
+
+
 def ordered_names(layouts: Iterable[tuple[str, ...]]) -> list[str]:
     """The metric names of rows with these layouts, in the order they first appear."""
     names: dict[str, None] = {}
@@ -151,12 +159,16 @@ def breakdowns(table: pa.Table, results: Sequence[CaseMetrics], layouts: Sequenc
     of such kinds of row); each group's rows are then read from each metric column in place: no
     copy of the table per group."""
     # the rows of each kind of row: (tags, difficulty, content types, layout), first seen first
-    kinds_of_row: dict[tuple[tuple[str, ...], str | None, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    # (a layout by its identity, see ``distinct_layouts``: rows of one layout in several batches
+    # make several kinds of row, whose rows come together again in each group)
+    kinds_of_row: dict[tuple[tuple[str, ...], str | None, tuple[str, ...], int], list[int]] = {}
     for i, (r, layout) in enumerate(zip(results, layouts, strict=True)):
         case = cases[r.case_id]
-        kinds_of_row.setdefault((case.tags, case.difficulty, r.content_types, layout), []).append(i)
+        kinds_of_row.setdefault((case.tags, case.difficulty, r.content_types, id(layout)), []).append(i)
+    layout_of = dict(zip(map(id, layouts), layouts))
     members: dict[tuple[str, str], list[tuple[list[int], tuple[str, ...]]]] = {}  # a group's kinds of row
-    for (tags, difficulty, types, layout), positions in kinds_of_row.items():
+    for (tags, difficulty, types, layout_id), positions in kinds_of_row.items():
+        layout = layout_of[layout_id]
         places = [*(("tag", t) for t in tags or ("(untagged)",)), ("difficulty", difficulty or "(unset)"),
                   *(("content_type", t) for t in types or ("(unknown)",))]
         for place in places:  # a repeated tag: the rows twice

@@ -16,6 +16,7 @@ from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.aggregate import (
     Summary,
     breakdowns,
+    distinct_layouts,
     ordered_names,
     table_summaries,
     unknown_counts,
@@ -108,12 +109,12 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None, *
                              MappingProxyType(f.unknown) if f.unknown else _NOTHING_UNKNOWN)
                  for case_id, values, f in zip(scored[config_id], views(table, facts), facts, strict=True)]
         layouts = [f.names for f in facts]
-        aggregate = with_reasons(table_summaries([table], ordered_names(dict.fromkeys(layouts))),
+        aggregate = with_reasons(table_summaries([table], ordered_names(distinct_layouts(layouts))),
                                  unknown_counts([table]), len(cases))
         configs[config_id] = ConfigMetrics(config_id, cases, aggregate,
                                            breakdowns(table, cases, layouts, dataset.cases), table)
     tables = [c.table for c in configs.values()]
-    names = ordered_names(dict.fromkeys(f.names for _, facts in per_config.values() for f in facts))
+    names = ordered_names(distinct_layouts([f.names for _, facts in per_config.values() for f in facts]))
     overall = with_reasons(table_summaries(tables, names), unknown_counts(tables), len(pairs))
     return MetricsRun(configs, overall)
 
