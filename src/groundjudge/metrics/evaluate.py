@@ -125,7 +125,8 @@ def score_pairs(dataset: Dataset, settings: MetricSettings, pairs: Sequence[tupl
     found: list[Pair] = []
     for config_id, case_id in pairs:
         variants = dataset.traces[config_id][case_id]
-        found.append((dataset.cases[case_id], variants[0], [t for i, t in sorted(variants.items()) if i != 0]))
+        paraphrases = [t for i, t in sorted(variants.items()) if i != 0] if len(variants) > 1 else []
+        found.append((dataset.cases[case_id], variants[0], paraphrases))
     return metric_batch(found, dataset.corpus, settings)
 
 

@@ -101,7 +101,7 @@ def as_batch(rows: Sequence[CaseMetrics]) -> tuple[pa.RecordBatch, list[CaseFact
         group[1].append(i)
         # rows with the same metrics (or content types) share one tuple
         facts.append(CaseFacts(group[0], row.behavior, row.acl_leaks, types.setdefault(row.content_types, row.content_types),
-                               dict(row.unknown) or None))
+                               dict(row.unknown) if row.unknown else None))
     names = dict.fromkeys(name for layout in layouts for name in layout)  # in the order they first appear
     schema = metric_schema(names)
     keys: list[Any] = [[r.config_id for r in rows], [r.case_id for r in rows],
