@@ -8,7 +8,7 @@ cases whose inputs were not recorded (``metrics.unrecorded``) says why in ``reas
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NotRequired, TypedDict, cast
 
 import numpy as np
@@ -67,13 +67,15 @@ def summaries(columns: Mapping[str, Column]) -> dict[str, Summary]:
     return _summaries(columns.items())
 
 
-def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
+def _summaries(columns: Iterable[tuple[str, Column]],
+               order: Callable[[Column], Column] = sorted) -> dict[str, Summary]:
+    """``order``: a column's values in ascending order, as ``sorted`` gives them."""
     out: dict[str, Summary] = {}
     for name, values in columns:
         total = sum(values)  # once, for the check, the mean and the total
         _check_finite(name, values, total)
         if name.startswith("latency_ms."):
-            ordered = sorted(values)  # once, for every percentile
+            ordered = order(values)  # once, for every percentile
             for q in PERCENTILES:
                 out[f"{name}.p{q}"] = {"value": sorted_percentile(ordered, q), "n": len(values)}
             continue
@@ -86,8 +88,11 @@ def _summaries(columns: Iterable[tuple[str, Column]]) -> dict[str, Summary]:
 def column_summaries(name: str, values: npt.NDArray[np.float64]) -> dict[str, Summary]:
     """:func:`summaries` of one metric's values (none null) as a float64 array. The sums stay
     Python's own ``sum`` (Python 3.12 adds floats differently from a loop in numpy), over a
-    view of the array that hands it one Python float at a time (no list of them all)."""
-    return _summaries([(name, cast(Column, values.data))])
+    view of the array that hands it one Python float at a time (no list of them all). A
+    latency column is sorted in numpy: a stable sort, so its order is ``sorted``'s (the values
+    are finite, checked before), read back a Python float at a time."""
+    return _summaries([(name, cast(Column, values.data))],
+                      order=lambda _: cast(Column, np.sort(values, kind="stable").data))
 
 
 def unknown_counts(tables: Iterable[pa.Table]) -> UnknownCounts:

@@ -74,7 +74,7 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None, *
     batches are scored on the Ray cluster (``metrics.on_ray``). The results are the same."""
     settings = settings or MetricSettings()
     workers = workers_from_environment() if workers is None else workers
-    scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, {})]
+    scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, ())]
               for config_id, per_case in dataset.traces.items()}
     pairs = [(c, case_id) for c in scored for case_id in scored[c]]
     batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
