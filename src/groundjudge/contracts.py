@@ -12,7 +12,7 @@ team's own annotations travel through to the reports untouched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from sys import intern
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NotRequired, Self, TypeVar
@@ -200,36 +200,51 @@ class _Struct(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknow
         # the JSON schema then defines a nested record by its own name, as it defined the model
         fields = {key: value for key, value in handler.resolve_ref_schema(handler.generate_schema(cls._fields)).items()
                   if key != "ref"}
-        declared = tuple(name for name in cls.__struct_fields__ if name != "model_extra")
-        names = frozenset(declared)
-        finish = cls._finish
+        return _struct_schema(cls, fields, cls._finish, ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}")
 
-        def build(values: dict[str, Any]) -> Any:
-            finish(values)
-            if len(values) == len(declared):  # (every declared field is in ``values``)
-                return cls(**values)
-            extra = {k: v for k, v in values.items() if k not in names}
-            return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
 
-        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
-            if type(value) is cls:
-                return value
-            if not isinstance(value, Mapping):  # as a model says it
-                raise PydanticKnownError("model_type", {"class_name": cls.__name__})
-            return validate(value)
+def _struct_schema(cls: type[msgspec.Struct], fields: core_schema.CoreSchema,
+                   finish: Callable[[dict[str, Any]], None], *, ref: str | None = None) -> core_schema.CoreSchema:
+    """How pydantic validates, takes and writes a record held as a frozen struct: validated
+    field by field (``fields``, with every declared field then in the values), finished across
+    fields (``finish``: a ``ValueError`` names the record), made with its unknown fields as a
+    read-only ``model_extra``; a struct of its class taken as it is, anything but a mapping
+    refused as a model refuses it; written as its fields, then its unknown ones."""
+    declared = tuple(name for name in cls.__struct_fields__ if name != "model_extra")
+    names = frozenset(declared)
 
-        def as_fields(record: Any, write: core_schema.SerializerFunctionWrapHandler) -> Any:
-            out = {name: getattr(record, name) for name in declared}
-            if record.model_extra:
-                out.update(record.model_extra)
-            return write(out)
+    def build(values: dict[str, Any]) -> Any:
+        finish(values)
+        if len(values) == len(declared):  # (every declared field is in ``values``)
+            return cls(**values)
+        extra = {k: v for k, v in values.items() if k not in names}
+        return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
 
-        from_fields = core_schema.no_info_after_validator_function(build, fields)
-        return core_schema.json_or_python_schema(
-            json_schema=from_fields,  # JSON holds no structs: no check for one
-            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
-            serialization=core_schema.wrap_serializer_function_ser_schema(as_fields, schema=fields),
-            ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}")
+    def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+        if type(value) is cls:
+            return value
+        if not isinstance(value, Mapping):  # as a model says it
+            raise PydanticKnownError("model_type", {"class_name": cls.__name__})
+        return validate(value)
+
+    def as_fields(record: Any, write: core_schema.SerializerFunctionWrapHandler) -> Any:
+        out = {name: getattr(record, name) for name in declared}
+        if record.model_extra:
+            out.update(record.model_extra)
+        return write(out)
+
+    from_fields = core_schema.no_info_after_validator_function(build, fields)
+    return core_schema.json_or_python_schema(
+        json_schema=from_fields,  # JSON holds no structs: no check for one
+        python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
+        serialization=core_schema.wrap_serializer_function_ser_schema(as_fields, schema=fields), ref=ref)
+
+
+def _unrecorded_held(values: dict[str, Any]) -> None:
+    """A trace's fields listed in ``not_recorded`` must hold nothing."""
+    held = [name for name in values["not_recorded"] if values[name]]
+    if held:
+        raise ValueError(f"{held[0]} is listed in not_recorded but holds a value; leave it out or empty")
 
 
 @cache
@@ -565,37 +580,7 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_
         # as a definition: its chunks' schemas are then defined before it, as their JSON schema needs
         fields = {key: value for key, value in handler.resolve_ref_schema(handler.generate_schema(TraceFields)).items()
                   if key != "ref"}
-        declared = tuple(name for name in cls.__struct_fields__ if name != "model_extra")
-        names = frozenset(declared)
-
-        def build(values: dict[str, Any]) -> Trace:
-            # every declared field is in ``values`` (a default where not given)
-            held = [name for name in values["not_recorded"] if values[name]]
-            if held:
-                raise ValueError(f"{held[0]} is listed in not_recorded but holds a value; leave it out or empty")
-            if len(values) == len(declared):
-                return cls(**values)
-            extra = {k: v for k, v in values.items() if k not in names}
-            return cls(**{k: v for k, v in values.items() if k in names}, model_extra=read_only(extra))
-
-        def given_or_built(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
-            if type(value) is cls:
-                return value
-            if not isinstance(value, Mapping):  # as a model says it
-                raise PydanticKnownError("model_type", {"class_name": cls.__name__})
-            return validate(value)
-
-        def as_fields(trace: Trace, write: core_schema.SerializerFunctionWrapHandler) -> Any:
-            out = {name: getattr(trace, name) for name in declared}
-            if trace.model_extra:
-                out.update(trace.model_extra)
-            return write(out)
-
-        from_fields = core_schema.no_info_after_validator_function(build, fields)
-        return core_schema.json_or_python_schema(
-            json_schema=from_fields,  # JSON holds no structs: no check for one
-            python_schema=core_schema.no_info_wrap_validator_function(given_or_built, from_fields),
-            serialization=core_schema.wrap_serializer_function_ser_schema(as_fields, schema=fields))
+        return _struct_schema(cls, fields, _unrecorded_held)
 
 
 @cache
