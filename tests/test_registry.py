@@ -286,3 +286,46 @@ def test_two_profiles_may_share_a_flag_only_spelled_and_used_the_same_way(toy):
     finally:
         unregister_profile("clash")
         unregister_format("clash")
+
+
+_FIRST_RECORDS = ['{"id": "q1", "question": "Was ist \u00e4?"}', '{"a": [1, 2]}', '[1, 2]', '"text"', '{"a": ',
+                  '{"k": "\U0001f600\U0001f600"}', '{\n  "id": "q1"\n}', '']
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize("lead", ["", "\n\n", "  \t\n"])
+def test_a_file_is_told_by_its_head_as_by_its_whole_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         bom: bytes, lead: str) -> None:
+    """Detection reads a long file's head only where the head decides the first record (its
+    line is whole inside it): with heads of every size, what it finds is what reading the
+    whole file finds, for JSON Lines, arrays, streams, pretty-printed and unreadable starts,
+    and characters cut at the head's end."""
+    from groundjudge.load.adapters import registry
+    from groundjudge.load.json_stream import first_object
+    from groundjudge.load.records import read_text
+
+    for n, first in enumerate(_FIRST_RECORDS):
+        path = tmp_path / f"f{n}{len(lead)}{len(bom)}.jsonl"
+        path.write_bytes(bom + (lead + first + '\n{"id": "q2"}\n' + '{"id": "\u00fc"}\n' * 3).encode("utf-8"))
+        whole = first_object(read_text(path))
+        for size in range(1, path.stat().st_size + 2):
+            monkeypatch.setattr(registry, "_HEAD_BYTES", size)
+            assert registry._first_object(path) == whole, (first, size)
+
+
+def test_a_file_invalid_past_its_head_is_refused_by_the_loader_with_its_line(tmp_path: Path) -> None:
+    """Detection no longer reads a long file whole; bad bytes past its head are still named,
+    with their line, when the file is loaded."""
+    golden = tmp_path / "golden.jsonl"
+    line = json.dumps({"case_id": "c0", "question": "q?", "expected_chunk_ids": ["d#1"]})
+    golden.write_bytes(((line + "\n") * 30_000).encode() + b'{"case_id": "\xff"}\n')
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"case_id": "c0", "config_id": "a", "answer": "x", "retrieved_chunks": ["d#1"]}) + "\n")
+    from groundjudge.load.adapters import registry
+
+    with pytest.MonkeyPatch.context() as patch:  # told by the head: the whole text is never read
+        patch.setattr(registry, "read_text", lambda path: pytest.fail(f"{path} read whole"))
+        assert registry._first_object(golden) == json.loads(line)
+    assert detect_format(golden, [trace]) == "native"
+    with pytest.raises(InputError, match=r"golden\.jsonl:30001: not valid UTF-8 \(byte 0xff\)"):
+        load_any(golden, [trace])

@@ -192,3 +192,13 @@ def first_object(text: str) -> dict[str, Any] | None:
             return None
         first = item.value
     return first if isinstance(first, dict) else None
+
+
+def head_first_object(head: str) -> tuple[bool, dict[str, Any] | None]:
+    """``(True, first_object(text))`` for a text that begins with ``head``, where ``head`` alone
+    decides it: JSON Lines whose first record's line ends inside ``head``; else ``(False, None)``."""
+    start = _skip(head, 0)
+    if head.find("\n", start) < 0 or layout(head) != "jsonl":
+        return False, None
+    return True, first_object(head)
+

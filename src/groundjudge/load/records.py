@@ -6,6 +6,7 @@ file are collected (up to a cap) so one run shows the user everything to fix.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
@@ -59,6 +60,24 @@ def read_text(path: Path) -> str:
     if not text or text.isspace():  # (``strip`` would copy the whole text)
         raise InputError.one(path, None, None, "file is empty")
     return text
+
+
+def read_head(path: Path, size: int = 1 << 20) -> str | None:
+    """The text of the file's first ``size`` bytes, when the file is longer than that and they
+    read as UTF-8 (a character cut at their end left out); else None, and the caller reads the
+    whole file with :func:`read_text`, which names any problem. What it finds in the head is
+    what it would find at the start of the whole text."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(size + 1)
+    except OSError:
+        return None
+    if len(head) <= size or head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None
+    try:
+        return codecs.getincrementaldecoder("utf-8-sig")().decode(head[:size], final=False)
+    except UnicodeDecodeError:
+        return None
 
 
 def json_document(path: Path, text: str | None = None) -> Any:

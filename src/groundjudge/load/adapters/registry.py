@@ -19,8 +19,8 @@ from groundjudge.contracts import GoldenCase
 from groundjudge.errors import InputError
 from groundjudge.load.adapters.foreign import NativeData, NativeTraces
 from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
-from groundjudge.load.json_stream import first_object
-from groundjudge.load.records import read_text
+from groundjudge.load.json_stream import first_object, head_first_object
+from groundjudge.load.records import read_head, read_text
 
 __all__ = [
     "AUTO",
@@ -130,11 +130,20 @@ def get_format(name: str) -> InputFormat:
         raise KeyError(f"unknown format {name!r}; known: {', '.join(format_choices())}") from None
 
 
+_HEAD_BYTES = 1 << 20  # a first record's line longer than this: the file is read whole
+
+
 def _first_object(path: Path) -> dict[str, Any] | None:
     if path.suffix.lower() in {".yaml", ".yml"}:
         return None
     # One object per line, an array of them, or pretty-printed ones: an unreadable start is
-    # None here, and the loader reports it with its line number.
+    # None here, and the loader reports it with its line number. A long JSON Lines file is
+    # told by its head (its first line), not read whole twice.
+    head = read_head(path, _HEAD_BYTES)
+    if head is not None:
+        decided, first = head_first_object(head)
+        if decided:
+            return first
     return first_object(read_text(path))
 
 
