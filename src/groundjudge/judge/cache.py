@@ -324,33 +324,19 @@ class JudgeCache:
 
 
 _KEYS_PER_QUERY = 500  # well under SQLite's limit on a statement's parameters
-# Reading the whole table costs a row about a third of what a lookup by key costs a key, so
-# the table is read through when it holds at most this many rows per key asked for.
-_SCAN_ROWS_PER_KEY = 2
 
 
 def _read_rows(database: Path, keys: Sequence[str]) -> dict[str, tuple[int, str | None, Any]]:
     """(mode, filename, value) of the rows of these keys, by key, as ``diskcache.Cache.get``
-    selects them: the key as it is (``raw``), not expired. Looked up by key in a few queries,
-    or, where the keys asked for are most of the table (a nightly run over its own cache),
-    read in one pass over it (diskcache's ``count`` setting tells its rows)."""
+    selects them: the key as it is (``raw``), not expired."""
     found: dict[str, tuple[int, str | None, Any]] = {}
     now = time.time()
     unique = list(dict.fromkeys(keys))
-    live = "raw = 1 AND (expire_time IS NULL OR expire_time > ?)"
     with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as conn:
-        count = conn.execute("SELECT value FROM Settings WHERE key = 'count'").fetchone()
-        if count is not None and type(count[0]) is int and count[0] <= _SCAN_ROWS_PER_KEY * len(unique):
-            wanted = set(unique)
-            for key, mode, filename, value in conn.execute(
-                    f"SELECT key, mode, filename, value FROM Cache WHERE {live}", (now,)):
-                if key in wanted:
-                    found[key] = (mode, filename, value)
-            return found
         for start in range(0, len(unique), _KEYS_PER_QUERY):
             part = unique[start:start + _KEYS_PER_QUERY]
             query = ("SELECT key, mode, filename, value FROM Cache WHERE key IN (" + ",".join("?" * len(part))
-                     + f") AND {live}")
+                     + ") AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)")
             for key, mode, filename, value in conn.execute(query, (*part, now)):
                 found[key] = (mode, filename, value)
     return found
