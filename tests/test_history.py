@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -322,6 +323,49 @@ def test_pack_report_reads_a_runs_metric_columns_from_its_tables_as_it_reads_the
     packed = pack_report(doc, run)  # type: ignore[arg-type]
     assert packed == pack_report(doc) == pack(per_case_values(doc))  # type: ignore[arg-type]
     assert sorted(packed["one"][1]) == ["shared", "x"] and sorted(packed["two"][1]) == ["shared", "y"]
+
+
+def test_pack_report_makes_a_column_only_when_its_turn_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nightly run has a hundred metric columns of hundreds of thousands of cases: each is
+    made when its turn comes and compressed, a few at a time, never all at once; the blobs are
+    those of ``pack``, judged values in their places."""
+    from types import SimpleNamespace as NS
+
+    from groundjudge.history import summary
+    from groundjudge.history.summary import pack_report, per_case_values
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
+    from groundjudge.metrics.table import as_batch, concat, views
+
+    names = [f"m{i:02d}" for i in range(40)]
+    rows = [CaseMetrics(f"c{j}", "one", {name: (j * i) % 7 / 7 for i, name in enumerate(names)}, None, (), ())
+            for j in range(30)]
+    batch, facts = as_batch(rows)
+    table = concat([batch])
+    scored = ConfigMetrics("one", [CaseMetrics(r.case_id, "one", v, None, (), ())
+                                   for r, v in zip(rows, views(table, facts), strict=True)], {}, {}, table)
+    verdict = NS(criteria={"faithful": NS(value=0.25)})
+    doc = NS(per_config={"one": NS(per_case={c.case_id: c.values for c in scored.cases})},
+             judge=NS(per_config={"one": NS(cases={"c3": verdict, "late": verdict})},
+                      criteria=[NS(name="faithful", metric="m05"), NS(name="faithful", metric="faithfulness")]))
+    live, most = [0], [0]
+    made, packed_one = summary._table_column, summary.pack_column
+
+    def making(*args: object) -> object:
+        live[0] += 1
+        most[0] = max(most[0], live[0])
+        return made(*args)  # type: ignore[arg-type]
+
+    def packing(values: object) -> bytes:
+        live[0] -= 1
+        return packed_one(values)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summary, "_table_column", making)
+    monkeypatch.setattr(summary, "pack_column", packing)
+    packed = pack_report(doc, MetricsRun({"one": scored}, {}))  # type: ignore[arg-type]
+    monkeypatch.undo()
+    assert packed == pack(per_case_values(doc))  # type: ignore[arg-type]
+    assert len(packed["one"][1]) == 41 and 0 < most[0] <= summary._IN_FLIGHT + 1
 
 
 def test_a_trace_input_naming_one_run_of_a_database_is_hashed_with_its_run(tmp_path):

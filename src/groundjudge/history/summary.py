@@ -9,11 +9,13 @@ import json
 import math
 import zlib
 from array import array
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +23,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.files import file_and_part
+from groundjudge.judge.results import CaseJudgement
 from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
 from groundjudge.metrics.table import MetricValues, metric_columns
 from groundjudge.metrics.value import MetricValue
@@ -152,10 +155,15 @@ def pack(values: Mapping[str, Mapping[str, Mapping[str, float | None]]]) -> Pack
 def pack_report(doc: ReportDocument, metrics: MetricsRun | None = None) -> Packed:
     """``pack(per_case_values(doc))`` without copying every case's values first: a nightly
     report has hundreds of thousands of rows. With the run's ``metrics``, each metric column is
-    read from its config's Arrow table whole (null as NaN), not row by row. Columns are
-    compressed two at a time in threads: zlib lets go of the interpreter while it compresses."""
+    read from its config's Arrow table whole (null as NaN), not row by row. Each column is made
+    when its turn comes and compressed in a thread (zlib lets go of the interpreter while it
+    compresses), a few at a time: a run's columns never all exist at once."""
     with ThreadPoolExecutor(2) as pool:
         return {cfg: _packed_config(doc, cfg, metrics, pool) for cfg in doc.per_config}
+
+
+Column = Callable[[], "array[float]"]  # makes a float column of a config's cases when called
+_IN_FLIGHT = 4  # columns made and not yet compressed, at most
 
 
 def _packed_config(doc: ReportDocument, cfg: str, metrics: MetricsRun | None, pool: ThreadPoolExecutor,
@@ -173,29 +181,52 @@ def _packed_config(doc: ReportDocument, cfg: str, metrics: MetricsRun | None, po
                 ids.append(cid)
     columns = _metric_columns(section.per_case, len(ids), metrics.configs.get(cfg) if metrics else None)
     if judged is not None:
-        nan = math.nan
         for crit in doc.judge.criteria:
-            column = columns.get(crit.metric)
-            if column is None:
-                if not judged.cases:
-                    continue
-                column = columns[crit.metric] = array("d", [nan]) * len(ids)
-            for cid, case in judged.cases.items():
-                judged_value = case.criteria.get(crit.name)
-                column[index[cid]] = (nan if judged_value is None or judged_value.value is None
-                                      else judged_value.value)
-    names = sorted(columns)
-    packed = dict(zip(names, pool.map(pack_column, [columns[name] for name in names]), strict=True))
+            made = columns.get(crit.metric)
+            if made is None and not judged.cases:
+                continue
+            columns[crit.metric] = partial(_with_judged, made, len(ids), judged.cases, crit.name, index)
+    packed: dict[str, bytes] = {}
+    pending: deque[tuple[str, Future[bytes]]] = deque()
+    for name in sorted(columns):
+        pending.append((name, pool.submit(pack_column, columns[name]())))
+        if len(pending) > _IN_FLIGHT:
+            done, future = pending.popleft()
+            packed[done] = future.result()
+    packed.update((name, future.result()) for name, future in pending)
     return zlib.compress(json.dumps(ids, separators=(",", ":")).encode(), 6), packed
 
 
-def _metric_columns(rows: Mapping[str, Mapping[str, float | None]], size: int, scored: ConfigMetrics | None,
-                    ) -> dict[str, array[float]]:
-    """The metric columns of a config's per-case rows, ``size`` long (NaN past the rows and
-    for no value): float arrays, not lists, which would hold a float object per value. A column
-    is made for each metric some row has, as ``pack`` makes them."""
+def _with_judged(made: Column | None, size: int, cases: Mapping[str, CaseJudgement], criterion: str,
+                 index: Mapping[str, int],
+                 ) -> array[float]:
+    """The column ``made`` makes (NaN throughout where None) with each judged case's value of
+    ``criterion`` put in its place (NaN for no value)."""
     nan = math.nan
-    columns: dict[str, array[float]] = {}
+    column = made() if made is not None else array("d", [nan]) * size
+    for cid, case in cases.items():
+        judged_value = case.criteria.get(criterion)
+        column[index[cid]] = nan if judged_value is None or judged_value.value is None else judged_value.value
+    return column
+
+
+def _itself(column: array[float]) -> array[float]:
+    return column
+
+
+def _table_column(table: Any, name: str, size: int) -> array[float]:
+    """A metric's column of a config's Arrow table as floats (null as NaN), NaN past its rows."""
+    whole = array("d", table.column(name).to_numpy().tobytes())
+    whole.extend(array("d", [math.nan]) * (size - len(whole)))
+    return whole
+
+
+def _metric_columns(rows: Mapping[str, Mapping[str, float | None]], size: int, scored: ConfigMetrics | None,
+                    ) -> dict[str, Column]:
+    """The metric columns of a config's per-case rows, ``size`` long (NaN past the rows and
+    for no value), each as what makes it: float arrays, not lists, which would hold a float
+    object per value. A column is made for each metric some row has, as ``pack`` makes them."""
+    nan = math.nan
     if scored is not None and _rows_of(scored, rows):
         # the rows are views of the config's Arrow table: a column at a time, for the metrics
         # some row has (another config's metric is a column of nulls here)
@@ -204,11 +235,9 @@ def _metric_columns(rows: Mapping[str, Mapping[str, float | None]], size: int, s
             names = cast(MetricValues, case.values).names
             layouts.setdefault(id(names), names)
         named = {name for layout in layouts.values() for name in layout}
-        for name in metric_columns(scored.table):
-            if name in named:
-                whole = columns[name] = array("d", scored.table.column(name).to_numpy().tobytes())
-                whole.extend(array("d", [nan]) * (size - len(whole)))
-        return columns
+        return {name: partial(_table_column, scored.table, name, size)
+                for name in metric_columns(scored.table) if name in named}
+    columns: dict[str, array[float]] = {}
     for i, row in enumerate(rows.values()):  # one pass over the rows, each value set once
         for name, value in row.items():
             column = columns.get(name)
@@ -216,7 +245,7 @@ def _metric_columns(rows: Mapping[str, Mapping[str, float | None]], size: int, s
                 column = columns[name] = array("d", [nan]) * size
             if value is not None:
                 column[i] = value
-    return columns
+    return {name: partial(_itself, column) for name, column in columns.items()}
 
 
 def _rows_of(scored: ConfigMetrics, rows: Mapping[str, Mapping[str, float | None]]) -> bool:
@@ -228,7 +257,7 @@ def _rows_of(scored: ConfigMetrics, rows: Mapping[str, Mapping[str, float | None
 def pack_column(values: Iterable[float | None]) -> bytes:
     """The values as float64 (NaN for None), zlib-compressed; an ``array("d")`` is taken as it is."""
     if isinstance(values, array) and values.typecode == "d":
-        return zlib.compress(values.tobytes(), 6)
+        return zlib.compress(values, 6)
     # array("d") converts an int or bool as float() would: the same bytes, without a call per value
     nan = math.nan
     return zlib.compress(array("d", [nan if v is None else v for v in values]).tobytes(), 6)
