@@ -486,3 +486,19 @@ def test_columns_unpack_as_arrays_and_lists_alike_and_ids_with_a_lone_surrogate_
     run = store.append(summary(rows), pack({"cand": rows}))
     assert store.case_ids(run, "cand") == ["a\udc80", "é"] and store.column(run, "cand", "x") == [1.0, None]
     assert exact(store.values(run, "cand", "x").tolist()) == exact([1.0, math.nan])
+
+
+@pytest.mark.parametrize("block", [1, 7, 4096, 1 << 24])
+def test_file_hash_is_the_sha256_of_the_files_bytes_whatever_its_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      block: int) -> None:
+    import hashlib
+
+    from groundjudge.history import summary
+
+    files = []
+    for i, size in enumerate([0, 1, 4095, 4096, 4097, 10_000]):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(random.Random(i).randbytes(size))
+        files.append(path)
+    monkeypatch.setattr(summary, "_HASH_BLOCK", block)
+    assert summary.file_hash(files) == hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()

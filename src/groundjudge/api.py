@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -358,19 +358,27 @@ def history_path(config: Config, out_dir: str | Path) -> Path | None:
     return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
 
 
-def history_record(result: RunResult, document: Any, out_dir: str | Path, path: str | Path) -> PendingHistory:
+def input_hashes(config: Config) -> dict[str, str | None]:
+    """sha256 of the run's golden set, traces and corpus files (``history.data_hashes``)."""
+    from groundjudge.history import data_hashes
+
+    inputs = config.inputs
+    return data_hashes(inputs.golden, inputs.traces, inputs.corpus)
+
+
+def history_record(result: RunResult, document: Any, out_dir: str | Path, path: str | Path,
+                   *, hashes: Mapping[str, str | None] | None = None) -> PendingHistory:
     """The run's history record and the trend chart's data for the gated config over the last
     ``[output] trend_runs`` runs, this run included; nothing is written (``append_history``
     appends it). A run whose judge could not be reached or stopped mid-run is recorded as not
     comparable: kept, but never a point of a trend nor the run another is compared with. A
     history database that cannot be read gives a record with ``problem`` set (the run goes on;
-    ``append_history`` then adds nothing)."""
-    from groundjudge.history import data_hashes
+    ``append_history`` then adds nothing). ``hashes``: the inputs' :func:`input_hashes`, where
+    made already."""
     from groundjudge.history.record import pending_record
 
-    inputs = result.config.inputs
     stopped = result.judge_stopped
-    return pending_record(document, out_dir, path, hashes=data_hashes(inputs.golden, inputs.traces, inputs.corpus),
+    return pending_record(document, out_dir, path, hashes=input_hashes(result.config) if hashes is None else hashes,
                           not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
                           gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
                           last=result.config.output.trend_runs, metrics=result.metrics)
@@ -445,6 +453,8 @@ def write_run_reports(result: RunResult, out_dir: str | Path, *, junit: str | Pa
 
 def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | None, profile: Any,
                        history: str | Path | None, log: IO[str]) -> ReportDocument:
+    from concurrent.futures import ThreadPoolExecutor
+
     from groundjudge.files import together, write_json_atomic, write_text_atomic
     from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
@@ -458,11 +468,16 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from groundjudge.report.stability_section import render_stability_markdown
     from groundjudge.report.triage import write_triage_files
 
-    typed: ReportDocument = report_document(result)
-    pending = history_record(result, typed, out_dir, history) if history is not None else None
-    text = render_markdown(typed, title="groundjudge report", preface=render_gates_markdown(typed.gates))
-    text += ("\n" + render_judge_markdown(typed) + render_selective_markdown(typed)
-             + render_stability_markdown(typed.stability))
+    # the inputs are hashed for the history in a thread while the report is put together
+    # (reading and hashing let go of the interpreter)
+    with ThreadPoolExecutor(1) as pool:
+        hashing = pool.submit(input_hashes, result.config) if history is not None else None
+        typed: ReportDocument = report_document(result)
+        text = render_markdown(typed, title="groundjudge report", preface=render_gates_markdown(typed.gates))
+        text += ("\n" + render_judge_markdown(typed) + render_selective_markdown(typed)
+                 + render_stability_markdown(typed.stability))
+        pending = (history_record(result, typed, out_dir, history, hashes=hashing.result())
+                   if history is not None and hashing is not None else None)
     if profile is not None:
         text += f"\n## Profile `{profile.name}` (its own definitions)\n\n" + profile.markdown
         agreement = document_agreement(typed, profile.name, profile.report)

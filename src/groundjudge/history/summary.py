@@ -65,6 +65,9 @@ class RunSummary(_Frozen):
     not_comparable: str | None = None
 
 
+_HASH_BLOCK = 1 << 24
+
+
 def file_hash(paths: Iterable[Path]) -> str | None:
     """sha256 over the bytes of the files in order (None when there are none); a path naming
     part of a file (``kb.sqlite#run_a``) hashes the file and the part's name."""
@@ -72,11 +75,15 @@ def file_hash(paths: Iterable[Path]) -> str | None:
     if not paths:
         return None
     digest = hashlib.sha256()
+    # large blocks into one buffer: reading and hashing a block let go of the interpreter, so
+    # another thread runs meanwhile, and a thread that hashes waits for it once per block
+    block = bytearray(_HASH_BLOCK)
+    view = memoryview(block)
     for path in paths:
         path, part = file_and_part(path)
         with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+            while size := handle.readinto(block):
+                digest.update(view[:size])
         if part is not None:
             digest.update(b"#" + part.encode("utf-8"))
     return digest.hexdigest()
