@@ -190,16 +190,58 @@ def _mixed_cache(directory: Path) -> list[str]:
             *[f"k{i}" for i in range(39, 4, -1)], "k41"]
 
 
-def test_many_keys_in_one_read_find_and_count_what_one_key_at_a_time_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("located", [False, True], ids=["by-key", "by-row-id"])
+def test_many_keys_in_one_read_find_and_count_what_one_key_at_a_time_does(tmp_path: Path, located: bool) -> None:
+    """Keys looked up by key, or at the rows ``locate`` found in one pass over the index (a
+    run's keys that are most of the cache): what ``get`` finds, with the same counts."""
     keys = _mixed_cache(tmp_path)
     one, many = JudgeCache(tmp_path), JudgeCache(tmp_path)
     try:
-        assert many.get_many(keys) == [one.get(key) for key in keys]
+        rowids = many.locate(keys) if located else None
+        assert (rowids is not None) == located
+        assert many.get_many(keys, rowids) == [one.get(key) for key in keys]
         assert (many.hits, many.misses, many.legacy) == (one.hits, one.misses, one.legacy) == (38, 7, 4)
         assert many.get_many([]) == [] and many.get_many(["k1"]) == [one.get("k1")]
     finally:
         one.close()
         many.close()
+
+
+def test_rows_located_then_changed_are_read_as_they_are_now(tmp_path: Path) -> None:
+    """Rows found by ``locate`` that another process then deleted, replaced (a new row id) or
+    let expire before they were read: each key gives what ``get`` gives now."""
+    keys = _mixed_cache(tmp_path)
+    many = JudgeCache(tmp_path)
+    try:
+        rowids = many.locate(keys)
+        assert rowids is not None and rowids[keys.index("k0")] and rowids[keys.index("missing")] == 0
+        with sqlite3.connect(tmp_path / "cache.db") as conn:
+            conn.execute("DELETE FROM Cache WHERE key IN ('k5', 'k6', 'k7')")
+            conn.execute("UPDATE Cache SET expire_time = 1 WHERE key = 'k8'")
+        writer = JudgeCache(tmp_path)
+        writer.put_many([("k6", CachedReply("again", "m", 1, 1, 1.0)), ("missing", CachedReply("now", "m", 1, 1, 1.0))])
+        writer.close()
+        one = JudgeCache(tmp_path)
+        got = many.get_many(keys, rowids)
+        assert got == [one.get(key) for key in keys]
+        assert got[keys.index("k6")] is not None and got[keys.index("k6")].raw == "again"
+        assert got[keys.index("missing")] is not None and got[keys.index("k5")] is None and got[keys.index("k8")] is None
+        one.close()
+    finally:
+        many.close()
+
+
+def test_keys_a_few_of_a_large_cache_are_looked_up_by_key(tmp_path: Path) -> None:
+    """One pass over the index is for keys that are most of the cache; a few keys of a large
+    one are looked up by key."""
+    cache = JudgeCache(tmp_path)
+    try:
+        cache.put_many([(f"k{i}", CachedReply(f"reply {i}", "m", 1, 1, 1.0)) for i in range(50)])
+        assert cache.locate(["k1", "k2", "k3"]) is None
+        assert cache.locate([f"k{i}" for i in range(30)]) is not None
+        assert cache.locate(["k1"]) is None  # one key: nothing to gain
+    finally:
+        cache.close()
 
 
 def test_a_cache_that_counts_or_orders_on_reading_is_read_one_key_at_a_time(tmp_path: Path) -> None:

@@ -212,24 +212,53 @@ class JudgeCache:
             return None
         return self._counted(value)
 
-    def get_many(self, keys: Sequence[str]) -> list[CachedReply | None]:
+    def _read_in_place(self) -> bool:
+        """Whether rows may be read straight from the database: a lookup changes nothing in it
+        (no statistics, an eviction policy that updates nothing on reading)."""
+        cache = self._cache
+        return not (cache is None or cache.statistics or EVICTION_POLICY[cache.eviction_policy]["get"])
+
+    def locate(self, keys: Sequence[str]) -> list[int] | None:
+        """Each key's row id (0: none), found in one pass over the table's index of keys, where
+        the keys are most of the table's rows (a nightly re-run over its own cache: looking up
+        a key costs several times what passing it in the index does); None otherwise, or when
+        the database cannot be read (then :meth:`get_many` looks each key up by itself)."""
+        if not self._read_in_place() or len(keys) < 2:
+            return None
+        position = {key: i for i, key in enumerate(keys)}
+        try:
+            with closing(_read_only(self.directory / DATABASE)) as conn:
+                count = conn.execute("SELECT value FROM Settings WHERE key = 'count'").fetchone()
+                if count is None or type(count[0]) is not int or count[0] > _ROWS_PER_KEY_LOCATED * len(position):
+                    return None
+                rowids = [0] * len(keys)
+                for key, rowid in conn.execute("SELECT key, rowid FROM Cache WHERE raw = 1"):
+                    i = position.get(key)
+                    if i is not None:
+                        rowids[i] = rowid
+        except (sqlite3.Error, OSError):
+            return None
+        return [rowids[position[key]] for key in keys]  # (a key given twice: at each of its places)
+
+    def get_many(self, keys: Sequence[str], rowids: Sequence[int] | None = None) -> list[CachedReply | None]:
         """``get`` of each key, in order: the same entries, the same counts, the same rules.
 
         The rows are read in a few queries over diskcache's ``Cache`` table (the one
         ``diskcache.Cache.get`` reads, with its conditions: the key as text, not expired), on a
         read-only connection of this call's own, and decoded by the cache's own ``JsonDisk``.
-        That happens only where a lookup changes nothing in the database (no statistics, an
-        eviction policy that updates nothing on reading); where it does, or where the read
-        fails in any way, each key is looked up by :meth:`get`, which switches a broken cache
-        off with its reason."""
+        ``rowids``: where :meth:`locate` found each key's row (0: not found); the rows there are
+        read by row id, and every key not found there by its key. That happens only where a
+        lookup changes nothing in the database (``_read_in_place``); where it does, or where
+        the read fails in any way, each key is looked up by :meth:`get`, which switches a
+        broken cache off with its reason."""
         cache = self._cache
-        if cache is None or len(keys) < 2 or cache.statistics or EVICTION_POLICY[cache.eviction_policy]["get"]:
+        if cache is None or len(keys) < 2 or not self._read_in_place():
             return [self.get(key) for key in keys]
         db_keys = [cache.disk.put(key) for key in keys]  # as get: a key that is not text is refused
         if not all(raw for _, raw in db_keys):
             return [self.get(key) for key in keys]
         try:
-            rows = _read_rows(self.directory / DATABASE, [db_key for db_key, _ in db_keys])
+            rows = _read_rows(self.directory / DATABASE, [db_key for db_key, _ in db_keys], rowids)
         except (sqlite3.Error, OSError):
             return [self.get(key) for key in keys]
         out: list[CachedReply | None] = []
@@ -324,19 +353,35 @@ class JudgeCache:
 
 
 _KEYS_PER_QUERY = 500  # well under SQLite's limit on a statement's parameters
+# keys are located in one pass over the index when the table has at most this many rows per key
+_ROWS_PER_KEY_LOCATED = 2
 
 
-def _read_rows(database: Path, keys: Sequence[str]) -> dict[str, tuple[int, str | None, Any]]:
+def _read_only(database: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+
+
+def _read_rows(database: Path, keys: Sequence[str], rowids: Sequence[int] | None = None,
+               ) -> dict[str, tuple[int, str | None, Any]]:
     """(mode, filename, value) of the rows of these keys, by key, as ``diskcache.Cache.get``
-    selects them: the key as it is (``raw``), not expired."""
+    selects them: the key as it is (``raw``), not expired. ``rowids``: each key's row id where
+    known (0: not known); those rows are read by id, every key not among them by its key."""
     found: dict[str, tuple[int, str | None, Any]] = {}
     now = time.time()
-    unique = list(dict.fromkeys(keys))
-    with closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as conn:
-        for start in range(0, len(unique), _KEYS_PER_QUERY):
-            part = unique[start:start + _KEYS_PER_QUERY]
-            query = ("SELECT key, mode, filename, value FROM Cache WHERE key IN (" + ",".join("?" * len(part))
-                     + ") AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)")
+    live = "raw = 1 AND (expire_time IS NULL OR expire_time > ?)"
+    with closing(_read_only(database)) as conn:
+        rest = list(dict.fromkeys(keys))
+        if rowids is not None:
+            known = sorted({rowid for rowid in rowids if rowid})
+            for start in range(0, len(known), _KEYS_PER_QUERY):
+                ids = known[start:start + _KEYS_PER_QUERY]
+                query = f"SELECT key, mode, filename, value FROM Cache WHERE rowid IN ({','.join('?' * len(ids))}) AND {live}"
+                for key, mode, filename, value in conn.execute(query, (*ids, now)):
+                    found[key] = (mode, filename, value)
+            rest = [key for key in rest if key not in found]  # (a row gone or moved since: by its key)
+        for start in range(0, len(rest), _KEYS_PER_QUERY):
+            part = rest[start:start + _KEYS_PER_QUERY]
+            query = f"SELECT key, mode, filename, value FROM Cache WHERE key IN ({','.join('?' * len(part))}) AND {live}"
             for key, mode, filename, value in conn.execute(query, (*part, now)):
                 found[key] = (mode, filename, value)
     return found

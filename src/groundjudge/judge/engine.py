@@ -274,11 +274,13 @@ class JudgeEngine:
             raise ValueError(f"{len(items)} items but {len(why)} reasons")
         protocol = self.protocol
         out: list[tuple[CaseJudgement | None, str, CachedReply | None]] = []
+        every_key = [protocol.cache_key(item) for item in items]
+        rowids = self.cache.locate(every_key)  # where the rows are, when the keys are most of the cache
         for start in range(0, len(items), _LOOKUPS_PER_READ):  # the cache read in batches of keys
-            part = items[start:start + _LOOKUPS_PER_READ]
-            keys = [protocol.cache_key(item) for item in part]
-            found = self.cache.get_many(keys)
-            settled = protocol.from_cached(part, keys, found, why[start:start + _LOOKUPS_PER_READ])
+            end = start + _LOOKUPS_PER_READ
+            part, keys = items[start:end], every_key[start:end]
+            found = self.cache.get_many(keys, rowids[start:end] if rowids is not None else None)
+            settled = protocol.from_cached(part, keys, found, why[start:end])
             out += [(result, key, None) if result is not None else (None, key, cached)
                     for key, cached, result in zip(keys, found, settled, strict=True)]
         return out
