@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import mmap
 import zlib
 from array import array
 from collections import deque
@@ -76,16 +77,16 @@ def file_hash(paths: Iterable[Path]) -> str | None:
         return None
     digest = hashlib.sha256()
     # large blocks into one buffer: reading and hashing a block let go of the interpreter, so
-    # another thread runs meanwhile, and a thread that hashes waits for it once per block
-    block = bytearray(_HASH_BLOCK)
-    view = memoryview(block)
-    for path in paths:
-        path, part = file_and_part(path)
-        with open(path, "rb") as handle:
-            while size := handle.readinto(block):
-                digest.update(view[:size])
-        if part is not None:
-            digest.update(b"#" + part.encode("utf-8"))
+    # another thread runs meanwhile, and a thread that hashes waits for it once per block. The
+    # buffer is a mapping of its own, given back whole when done (malloc might keep it).
+    with mmap.mmap(-1, _HASH_BLOCK) as block, memoryview(block) as view:
+        for path in paths:
+            path, part = file_and_part(path)
+            with open(path, "rb") as handle:
+                while size := handle.readinto(view):
+                    digest.update(view[:size])
+            if part is not None:
+                digest.update(b"#" + part.encode("utf-8"))
     return digest.hexdigest()
 
 
