@@ -502,3 +502,37 @@ def test_file_hash_is_the_sha256_of_the_files_bytes_whatever_its_block(tmp_path:
         files.append(path)
     monkeypatch.setattr(summary, "_HASH_BLOCK", block)
     assert summary.file_hash(files) == hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
+
+
+@pytest.mark.parametrize("kept", [1, 2, 100])
+def test_a_trend_holds_a_few_runs_case_ids_and_lists_its_points_metric_by_metric(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int) -> None:
+    """A trend walks the runs oldest first, every metric of a run at once, keeping only the
+    last few runs' case ids (a nightly run's take megabytes): its points, breaks and p-values are
+    those of one metric at a time, listed metric by metric, however few runs it keeps."""
+    import importlib
+
+    trend_module = importlib.import_module("groundjudge.history.trend")  # (the package exports its function)
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(5)
+    for night in range(9):
+        ids = CASES[::-1] if night % 3 == 1 else CASES[night * 5:] + [f"new{night}"]
+        values = {c: {"recall@5": rng.choice((0.0, 1.0)), "faithfulness_rate": rng.choice((0.0, 1.0, None)),
+                      **({"mrr@10": rng.random()} if night != 4 else {})} for c in ids}
+        append(store, values, golden="g2" if night >= 6 else "g1", rubric="r2" if night >= 3 else "r1")
+    metrics = ["recall@5", "mrr@10", "faithfulness_rate", "recall@5"]
+    monkeypatch.setattr(trend_module._Cases, "KEPT", 100)
+    one_at_a_time = [p for metric in metrics for p in trend(store, [metric], last=6)]
+    held: list[int] = []
+    case_ids = trend_module._Cases.case_ids
+
+    def counted(self: trend_module._Cases, run_id: int, config: str) -> list[str] | None:
+        found = case_ids(self, run_id, config)
+        held.append(len(self.ids))
+        return found
+
+    monkeypatch.setattr(trend_module._Cases, "KEPT", kept)
+    monkeypatch.setattr(trend_module._Cases, "case_ids", counted)
+    points = trend(store, metrics, last=6)
+    assert points == one_at_a_time
+    assert {p.status for p in points} >= {"compared", "break", "not compared"} and max(held) <= kept

@@ -92,3 +92,44 @@ def test_duckdb_reads_a_week_of_runs_with_one_query(runs):
     for got, want in zip(found, sorted(expected), strict=True):
         assert got[:3] == want[:3] and got[4] == want[4]
         assert got[3] == pytest.approx(want[3], rel=1e-12)  # DuckDB adds in its own order
+
+
+def test_the_file_is_written_a_config_at_a_time_as_the_whole_table(tmp_path: Path) -> None:
+    """cases.parquet is written config by config (a row group each), never as one table of the
+    run's cases; read back, it is ``cases_table`` written whole: the same columns in the same order and types
+    (a metric one config lacks is null in its rows), metadata and values,
+    with and without the judge's columns."""
+    from types import SimpleNamespace as NS
+
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.evaluate import ConfigMetrics, MetricsRun
+    from groundjudge.metrics.table import as_batch, concat, views
+    from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
+
+    rows = [CaseMetrics("a", "one", {"x": 1.0, "shared": None}, None, (), ()),
+            CaseMetrics("b", "one", {"x": math.nan, "shared": None}, None, (), ()),
+            CaseMetrics("a", "two", {"y": 0.5, "shared": 2.0}, None, (), ()),
+            CaseMetrics("c", "two", {"shared": -0.0}, None, (), ())]
+    configs = {}
+    for cfg, start, size in (("one", 0, 2), ("two", 2, 2)):
+        batch, facts = as_batch(rows[start:start + size])  # each config its own batch, its own metrics
+        table = concat([batch])
+        configs[cfg] = ConfigMetrics(cfg, [CaseMetrics(r.case_id, cfg, v, None, (), ())
+                                           for r, v in zip(rows[start:start + size], views(table, facts), strict=True)],
+                                     {}, {}, table)  # type: ignore[arg-type]
+    run = MetricsRun(configs, {})
+    value = NS(label=True, value=1.0, confidence=0.75)
+    verdict = NS(status="judged", reason=None, selected_because="sampled", source="cache", claims=(1, 2),
+                 judge_reason="fine", criteria={"faithful": value})
+    judge = NS(criteria=[NS(name="faithful", metric="faithfulness", kind="binary")],
+               case=lambda cfg, cid: verdict if (cfg, cid) == ("two", "c") else None)
+    assert "y" not in configs["one"].table.column_names and "x" not in configs["two"].table.column_names
+    for name, judged in (("plain", None), ("judged", judge)):
+        path = tmp_path / f"{name}.parquet"
+        write_cases_parquet(path, run, judged)  # type: ignore[arg-type]
+        pq.write_table(cases_table(run, judged), tmp_path / "whole.parquet")  # type: ignore[arg-type]
+        read, whole = pq.read_table(path), pq.read_table(tmp_path / "whole.parquet")
+        assert read.schema.equals(whole.schema, check_metadata=True), name
+        assert repr(read.to_pylist()) == repr(whole.to_pylist()), name  # (NaN and -0.0 as themselves)
+        assert pq.ParquetFile(path).metadata.num_row_groups == 2
+    assert read.column("faithful").to_pylist() == [None, None, None, True]

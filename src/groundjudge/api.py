@@ -358,7 +358,7 @@ def history_path(config: Config, out_dir: str | Path) -> Path | None:
     return config.output.history or Path(out_dir).resolve().parent / "history.sqlite"
 
 
-def input_hashes(config: Config) -> dict[str, str | None]:
+def _input_hashes(config: Config) -> dict[str, str | None]:
     """sha256 of the run's golden set, traces and corpus files (``history.data_hashes``)."""
     from groundjudge.history import data_hashes
 
@@ -373,12 +373,12 @@ def history_record(result: RunResult, document: Any, out_dir: str | Path, path: 
     appends it). A run whose judge could not be reached or stopped mid-run is recorded as not
     comparable: kept, but never a point of a trend nor the run another is compared with. A
     history database that cannot be read gives a record with ``problem`` set (the run goes on;
-    ``append_history`` then adds nothing). ``hashes``: the inputs' :func:`input_hashes`, where
+    ``append_history`` then adds nothing). ``hashes``: the input files' sha256 (``history.data_hashes``), where
     made already."""
     from groundjudge.history.record import pending_record
 
     stopped = result.judge_stopped
-    return pending_record(document, out_dir, path, hashes=input_hashes(result.config) if hashes is None else hashes,
+    return pending_record(document, out_dir, path, hashes=_input_hashes(result.config) if hashes is None else hashes,
                           not_comparable=f"the judge could not judge every case: {stopped}" if stopped else None,
                           gated_configs=result.gates.gated_configs, prefer=list(result.config.gates.metrics),
                           last=result.config.output.trend_runs, metrics=result.metrics)
@@ -456,7 +456,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from concurrent.futures import ThreadPoolExecutor
 
     from groundjudge.files import together, write_json_atomic, write_text_atomic
-    from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
+    from groundjudge.report.cases_parquet import write_cases_parquet
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.document import write_document
     from groundjudge.report.gates_md import render_gates_markdown
@@ -471,7 +471,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     # the inputs are hashed for the history in a thread while the report is put together
     # (reading and hashing let go of the interpreter)
     with ThreadPoolExecutor(1) as pool:
-        hashing = pool.submit(input_hashes, result.config) if history is not None else None
+        hashing = pool.submit(_input_hashes, result.config) if history is not None else None
         typed: ReportDocument = report_document(result)
         text = render_markdown(typed, title="groundjudge report", preface=render_gates_markdown(typed.gates))
         text += ("\n" + render_judge_markdown(typed) + render_selective_markdown(typed)
@@ -490,7 +490,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
             write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
-            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
+            write_cases_parquet(out_dir / "cases.parquet", result.metrics, result.judge)
             write_text_atomic(out_dir / "report.md", text)
             write_triage_files(result.dataset, typed, out_dir / "triage.jsonl", out_dir / "triage.md")
             write_text_atomic(out_dir / "report.html", render_html(typed, result.dataset,

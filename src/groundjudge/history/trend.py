@@ -14,6 +14,7 @@ takes milliseconds instead of minutes for 100,000 cases.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,25 +68,35 @@ def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | 
 
 
 class _Cases:
-    """Per-case columns as float64 arrays (NaN: no value), read on demand; each run's case ids
-    decoded once per config, and each pair of runs lined up once per config. The columns of a
-    run not stored yet (``pending``) are read from its packed values. A run lists each case
-    once (``pack`` takes the ids from a mapping)."""
+    """Per-case columns as float64 arrays (NaN: no value), read on demand; a run's case ids
+    decoded once per config while it is being compared, and each pair of runs lined up once
+    per config. Only the last few runs' ids and line-ups are kept (``KEPT``): a trend walks the
+    runs oldest first, and a nightly run's ids take megabytes. The columns of a run not stored
+    yet (``pending``) are read from its packed values. A run lists each case once (``pack``
+    takes the ids from a mapping)."""
+
+    KEPT = 4
 
     def __init__(self, store: HistoryStore, pending: tuple[int, Packed] | None = None) -> None:
         self.store = store
         self.pending = pending
-        self.ids: dict[tuple[int, str], list[str] | None] = {}
-        self.positions: dict[tuple[int, int, str], npt.NDArray[np.intp] | None] = {}
+        self.ids: OrderedDict[tuple[int, str], list[str] | None] = OrderedDict()
+        self.positions: OrderedDict[tuple[int, int, str], npt.NDArray[np.intp] | None] = OrderedDict()
 
     def case_ids(self, run_id: int, config: str) -> list[str] | None:
-        if (run_id, config) not in self.ids:
-            if self.pending is not None and self.pending[0] == run_id:
-                packed = self.pending[1].get(config)
-                self.ids[(run_id, config)] = unpack_ids(packed[0]) if packed is not None else None
-            else:
-                self.ids[(run_id, config)] = self.store.case_ids(run_id, config)
-        return self.ids[(run_id, config)]
+        key = (run_id, config)
+        if key in self.ids:
+            self.ids.move_to_end(key)
+            return self.ids[key]
+        if self.pending is not None and self.pending[0] == run_id:
+            packed = self.pending[1].get(config)
+            ids = unpack_ids(packed[0]) if packed is not None else None
+        else:
+            ids = self.store.case_ids(run_id, config)
+        self.ids[key] = ids
+        if len(self.ids) > self.KEPT:
+            self.ids.popitem(last=False)
+        return ids
 
     def column(self, run_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
         ids = self.case_ids(run_id, config)
@@ -107,10 +118,14 @@ class _Cases:
         if mine is None or theirs is None:
             return None
         key = (run_id, prev_id, config)
-        if key not in self.positions:
+        if key in self.positions:
+            self.positions.move_to_end(key)
+        else:
             mine_ids, theirs_ids = self.case_ids(run_id, config), self.case_ids(prev_id, config)
             assert mine_ids is not None and theirs_ids is not None  # a column is read only with its ids
             self.positions[key] = case_positions(mine_ids, theirs_ids)
+            if len(self.positions) > self.KEPT:
+                self.positions.popitem(last=False)
         return paired_diffs(mine, theirs, self.positions[key])
 
 
@@ -161,39 +176,47 @@ def trend(store: HistoryStore, metrics: Sequence[str], *, config: str | None = N
     configs = [config] if config else sorted({c for r in everything for c in r.summary.configs})
     for cfg in configs:
         series = [r for r in everything if cfg in r.summary.configs]
-        for metric in metrics:
-            for i, run in enumerate(series):
-                if run.id not in shown_ids:
-                    continue
-                agg = run.summary.configs[cfg].aggregate.get(metric)
-                judge_metric = metric in run.summary.judge_metrics
-                point: dict[str, Any] = {"run_id": run.id, "started_at": run.summary.started_at, "config": cfg,
-                                         "metric": metric, "value": agg.value if agg else None, "n": agg.n if agg else 0}
-                if i == 0:
-                    points.append(TrendPoint(**point, status="first", note="first run of the series"))
-                    continue
-                reason = _break_reason(series[i - 1], run, judge_metric)
-                key = _key(run, judge_metric)
-                prev = next((r for r in reversed(series[:i]) if _key(r, judge_metric) == key), None)
-                if prev is None:
-                    points.append(TrendPoint(**point, status="break" if reason else "not compared",
-                                             note=(reason or "") + ("; " if reason else "") + "no earlier comparable run"))
-                    continue
-                paired = cases.diffs(run.id, prev.id, cfg, metric)
-                if paired is None:
-                    points.append(TrendPoint(**point, status="break" if reason else "not compared",
-                                             note=(reason + "; " if reason else "") + "metric missing on one side"))
-                    continue
-                diffs = paired.tolist()  # floats, in this run's order: what sign_flip_p and fsum take
-                p = sign_flip_p(diffs, seed=seed)
-                delta = math.fsum(diffs) / len(diffs) if diffs else None
-                verdict = None if p is None else ("real" if p < ALPHA else "noise")
-                worse = delta is not None and (delta > 0 if lower_is_better(metric) else delta < 0)
-                note = f"vs run {prev.id}" + (f" ({reason}; compared with the last run that matches)" if reason else "")
-                points.append(TrendPoint(**point, status="break" if reason else "compared", note=note, against=prev.id,
-                                         delta=delta, n_paired=len(diffs), p_value=p, verdict=verdict,
-                                         drop=verdict == "real" and worse))
+        # run by run, every metric of a run at once (its case ids are read while it is compared),
+        # the points then listed metric by metric
+        per_metric: list[list[TrendPoint]] = [[] for _ in metrics]
+        for i, run in enumerate(series):
+            if run.id not in shown_ids:
+                continue
+            for metric, out in zip(metrics, per_metric, strict=True):
+                out.append(_point(series, i, cfg, metric, cases, seed))
+        points += [point for out in per_metric for point in out]
     return points
+
+
+def _point(series: Sequence[StoredRun], i: int, cfg: str, metric: str, cases: _Cases, seed: int) -> TrendPoint:
+    """The trend's point of run ``series[i]`` for ``metric``, compared with the last earlier
+    comparable run of ``series``."""
+    run = series[i]
+    agg = run.summary.configs[cfg].aggregate.get(metric)
+    judge_metric = metric in run.summary.judge_metrics
+    point: dict[str, Any] = {"run_id": run.id, "started_at": run.summary.started_at, "config": cfg,
+                             "metric": metric, "value": agg.value if agg else None, "n": agg.n if agg else 0}
+    if i == 0:
+        return TrendPoint(**point, status="first", note="first run of the series")
+    reason = _break_reason(series[i - 1], run, judge_metric)
+    key = _key(run, judge_metric)
+    prev = next((r for r in reversed(series[:i]) if _key(r, judge_metric) == key), None)
+    if prev is None:
+        return TrendPoint(**point, status="break" if reason else "not compared",
+                          note=(reason or "") + ("; " if reason else "") + "no earlier comparable run")
+    paired = cases.diffs(run.id, prev.id, cfg, metric)
+    if paired is None:
+        return TrendPoint(**point, status="break" if reason else "not compared",
+                          note=(reason + "; " if reason else "") + "metric missing on one side")
+    diffs = paired.tolist()  # floats, in this run's order: what sign_flip_p and fsum take
+    p = sign_flip_p(diffs, seed=seed)
+    delta = math.fsum(diffs) / len(diffs) if diffs else None
+    verdict = None if p is None else ("real" if p < ALPHA else "noise")
+    worse = delta is not None and (delta > 0 if lower_is_better(metric) else delta < 0)
+    note = f"vs run {prev.id}" + (f" ({reason}; compared with the last run that matches)" if reason else "")
+    return TrendPoint(**point, status="break" if reason else "compared", note=note, against=prev.id,
+                      delta=delta, n_paired=len(diffs), p_value=p, verdict=verdict,
+                      drop=verdict == "real" and worse)
 
 
 def default_metrics(run: StoredRun, config: str, count: int = 5, prefer: Sequence[str] = ()) -> list[str]:
