@@ -456,7 +456,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
     from concurrent.futures import ThreadPoolExecutor
 
     from groundjudge.files import together, write_json_atomic, write_text_atomic
-    from groundjudge.report.cases_parquet import write_cases_parquet
+    from groundjudge.report.cases_parquet import cases_table, write_cases_parquet
     from groundjudge.report.compare import document_agreement, render_agreement_markdown
     from groundjudge.report.document import write_document
     from groundjudge.report.gates_md import render_gates_markdown
@@ -490,7 +490,7 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
             write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
-            write_cases_parquet(out_dir / "cases.parquet", result.metrics, result.judge)
+            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
             write_triage_files(result.dataset, typed, out_dir / "triage.jsonl", out_dir / "triage.md")
             write_text_atomic(out_dir / "report.html", render_html(typed, result.dataset,

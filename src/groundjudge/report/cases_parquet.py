@@ -13,7 +13,6 @@ for a binary criterion, integer for an ordinal one), its value (named for its me
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,8 @@ _JUDGE_FIELDS = (("judge_status", pa.string()), ("judge_reason", pa.string()),
 
 def cases_table(metrics: MetricsRun, judge: JudgeRun | None = None) -> pa.Table:
     """Every config's metric table one after the other, with the judge's columns beside them."""
-    return concat(list(_config_tables(metrics, judge)))
-
-
-def _config_tables(metrics: MetricsRun, judge: JudgeRun | None) -> Iterator[pa.Table]:
-    """Each config's metric table with the judge's columns beside it, one config at a time."""
     metric_names = {name for cfg in metrics.configs.values() for name in cfg.table.column_names}
+    parts = []
     for config_id, cfg in metrics.configs.items():
         table = cfg.table
         if judge is not None:
@@ -45,7 +40,8 @@ def _config_tables(metrics: MetricsRun, judge: JudgeRun | None) -> Iterator[pa.T
                 if name in metric_names:
                     raise ValueError(f"cases.parquet: the judge's column {name!r} has the name of a metric column")
                 table = table.append_column(name, column)
-        yield table
+        parts.append(table)
+    return concat(parts)
 
 
 def _judge_columns(judge: JudgeRun, cases: list[CaseJudgement | None]) -> list[tuple[str, pa.Array]]:
@@ -66,34 +62,8 @@ def _judge_columns(judge: JudgeRun, cases: list[CaseJudgement | None]) -> list[t
     return out
 
 
-_ROWS_PER_GROUP = 32_768  # a row group is put together in memory before it is written
-
-
-def write_cases_parquet(path: Path, metrics: MetricsRun, judge: JudgeRun | None = None) -> None:
-    """Write ``cases_table(metrics, judge)`` atomically (inside ``files.together`` it replaces the
-    old file only when every report was written), a config at a time in row groups of up to
-    ``_ROWS_PER_GROUP`` rows, so the run's cases never exist as one table, nor as one encoded row group. Every part is given the whole table's
-    schema (``concat``'s: columns in the order they first appear, null where a config has none)."""
-    schema = pa.unify_schemas([_schema_of(cfg.table.schema, judge) for cfg in metrics.configs.values()]
-                              or [concat([]).schema], promote_options="default")
-    with open_atomic(path) as handle, pq.ParquetWriter(handle, schema) as writer:
-        for table in _config_tables(metrics, judge):
-            writer.write_table(_conformed(table, schema), row_group_size=_ROWS_PER_GROUP)
-
-
-def _schema_of(metric_schema: pa.Schema, judge: JudgeRun | None) -> pa.Schema:
-    """The schema of a config's table in ``_config_tables``: its metrics', then the judge's columns."""
-    if judge is None:
-        return metric_schema
-    fields = [pa.field(name, kind) for name, kind in _JUDGE_FIELDS]
-    for crit in judge.criteria:
-        fields += [pa.field(crit.name, pa.bool_() if crit.kind == "binary" else pa.int64()),
-                   pa.field(crit.metric, pa.float64()), pa.field(f"{crit.name}_confidence", pa.float64())]
-    return pa.schema([*metric_schema, *fields], metadata=metric_schema.metadata)
-
-
-def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with ``schema``'s columns in its order: a column it lacks as nulls, a null one cast."""
-    present = set(table.column_names)
-    return pa.Table.from_arrays([table.column(field.name).cast(field.type) if field.name in present
-                                 else pa.nulls(table.num_rows, field.type) for field in schema], schema=schema)
+def write_cases_parquet(path: Path, table: pa.Table) -> None:
+    """Write ``table`` atomically (inside ``files.together`` it replaces the old file only when
+    every report was written)."""
+    with open_atomic(path) as handle:
+        pq.write_table(table, handle)
