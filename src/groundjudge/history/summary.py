@@ -16,11 +16,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 import orjson
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from groundjudge.files import file_and_part
@@ -222,7 +223,7 @@ def _itself(column: array[float]) -> array[float]:
     return column
 
 
-def _table_column(table: Any, name: str, size: int) -> array[float]:
+def _table_column(table: pa.Table, name: str, size: int) -> array[float]:
     """A metric's column of a config's Arrow table as floats (null as NaN), NaN past its rows."""
     whole = array("d", table.column(name).to_numpy().tobytes())
     whole.extend(array("d", [math.nan]) * (size - len(whole)))

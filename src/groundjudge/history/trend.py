@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,9 @@ import pyarrow.compute as pc
 from groundjudge.history.store import HistoryStore, StoredRun
 from groundjudge.history.summary import Packed, RunSummary, unpack_ids, unpack_values
 from groundjudge.metrics.change import ALPHA, lower_is_better, sign_flip_p
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -84,19 +87,13 @@ class _Cases:
         self.positions: OrderedDict[tuple[int, int, str], npt.NDArray[np.intp] | None] = OrderedDict()
 
     def case_ids(self, run_id: int, config: str) -> list[str] | None:
-        key = (run_id, config)
-        if key in self.ids:
-            self.ids.move_to_end(key)
-            return self.ids[key]
+        return _kept(self.ids, (run_id, config), lambda: self._read_ids(run_id, config), self.KEPT)
+
+    def _read_ids(self, run_id: int, config: str) -> list[str] | None:
         if self.pending is not None and self.pending[0] == run_id:
             packed = self.pending[1].get(config)
-            ids = unpack_ids(packed[0]) if packed is not None else None
-        else:
-            ids = self.store.case_ids(run_id, config)
-        self.ids[key] = ids
-        if len(self.ids) > self.KEPT:
-            self.ids.popitem(last=False)
-        return ids
+            return unpack_ids(packed[0]) if packed is not None else None
+        return self.store.case_ids(run_id, config)
 
     def column(self, run_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
         ids = self.case_ids(run_id, config)
@@ -117,16 +114,25 @@ class _Cases:
         mine, theirs = self.column(run_id, config, metric), self.column(prev_id, config, metric)
         if mine is None or theirs is None:
             return None
-        key = (run_id, prev_id, config)
-        if key in self.positions:
-            self.positions.move_to_end(key)
-        else:
-            mine_ids, theirs_ids = self.case_ids(run_id, config), self.case_ids(prev_id, config)
-            assert mine_ids is not None and theirs_ids is not None  # a column is read only with its ids
-            self.positions[key] = case_positions(mine_ids, theirs_ids)
-            if len(self.positions) > self.KEPT:
-                self.positions.popitem(last=False)
-        return paired_diffs(mine, theirs, self.positions[key])
+        positions = _kept(self.positions, (run_id, prev_id, config),
+                          lambda: self._lined_up(run_id, prev_id, config), self.KEPT)
+        return paired_diffs(mine, theirs, positions)
+
+    def _lined_up(self, run_id: int, prev_id: int, config: str) -> npt.NDArray[np.intp] | None:
+        mine_ids, theirs_ids = self.case_ids(run_id, config), self.case_ids(prev_id, config)
+        assert mine_ids is not None and theirs_ids is not None  # a column is read only with its ids
+        return case_positions(mine_ids, theirs_ids)
+
+
+def _kept(held: OrderedDict[K, V], key: K, make: Callable[[], V], most: int) -> V:
+    """``held[key]``, made by ``make`` when missing; only the ``most`` last used are held."""
+    if key in held:
+        held.move_to_end(key)
+        return held[key]
+    value = held[key] = make()
+    if len(held) > most:
+        held.popitem(last=False)
+    return value
 
 
 def case_positions(ids: list[str], among: list[str]) -> npt.NDArray[np.intp] | None:
