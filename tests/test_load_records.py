@@ -86,3 +86,31 @@ def test_a_number_the_careful_path_names_is_named_in_any_batch(tmp_path: Path, m
     with pytest.raises(InputError) as caught:
         read_records(path, GoldenCase)
     assert "g.jsonl:5: team_score: not a finite number" in str(caught.value)
+
+
+def _cut_whole(data: bytes, batch_bytes: int) -> list[bytes]:
+    """The batches of the whole file read at once, cut at the first line feed ``batch_bytes`` past
+    each batch's start."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    out = []
+    while start < len(data):
+        end = data.find(b"\n", start + batch_bytes)
+        end = len(data) if end < 0 else end
+        out.append(data[start:end])
+        start = end + 1
+    return out
+
+
+@pytest.mark.parametrize("read_bytes", [1, 2, 5, 64, 1 << 22])
+@pytest.mark.parametrize("batch_bytes", [1, 10, 100, 1 << 17])
+@pytest.mark.parametrize("text", [
+    "\n".join(TRACES) + "\n", "\n".join(TRACES), "\ufeff" + "\n".join(GOLDEN) + "\n", "\n\n\n", "x",
+    "\ufeff", "a" * 500 + "\n" + "b" * 3 + "\n" + "c" * 700,  # lines longer than a block
+], ids=["plain", "no-final-newline", "bom", "only-newlines", "one-byte", "only-bom", "long-lines"])
+def test_a_file_read_in_blocks_gives_the_batches_of_the_whole_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_bytes: int, batch_bytes: int, text: str) -> None:
+    monkeypatch.setattr(records, "_READ_BYTES", read_bytes)
+    monkeypatch.setattr(records, "BATCH_BYTES", batch_bytes)
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(text.encode())
+    assert list(records._line_batches(path)) == _cut_whole(text.encode(), batch_bytes)

@@ -186,6 +186,33 @@ def _batch_records(model: type[M], lines: bytes) -> list[M] | None:
         return None
 
 
+_READ_BYTES = 1 << 22  # bytes read from a file at a time by ``_line_batches``
+
+
+def _line_batches(path: Path) -> Iterator[bytes]:
+    """The file's bytes (a UTF-8 BOM left out) in batches of whole lines, each about
+    ``BATCH_BYTES`` long and without its last line feed (the batches of reading the whole file
+    and cutting it at the first line feed ``BATCH_BYTES`` past each batch's start); the last one
+    ends where the file ends. It is read a few megabytes at a time: a nightly trace file never
+    sits in memory whole."""
+    with path.open("rb") as f:
+        rest = f.read(max(_READ_BYTES, 3))
+        if rest.startswith(b"\xef\xbb\xbf"):
+            rest = rest[3:] or f.read(_READ_BYTES)
+        while rest:
+            block = f.read(max(_READ_BYTES, len(rest)))  # a line longer than a block: read on, doubling
+            data = rest + block if block else rest
+            start = 0
+            while (end := data.find(b"\n", start + BATCH_BYTES)) >= 0:
+                yield data[start:end]
+                start = end + 1
+            rest = data[start:]
+            if not block:
+                if rest:
+                    yield rest
+                return
+
+
 def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     """Every line parsed and validated a batch of lines at a time (the lines of a batch made
     one JSON array, so the records come out in one call: :func:`_batch_records`); None at the
@@ -200,29 +227,24 @@ def _jsonl_fast(path: Path, model: type[M]) -> list[tuple[int, M]] | None:
     (msgspec checks it and makes nothing), so every record comes from one line. A line that is
     blank only by Unicode's reckoning (not ASCII's) fails the batch: the careful path skips it,
     as always."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None  # the careful path names the problem
-    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     records: list[tuple[int, M]] = []
     line = 1
-    while start < len(data):
-        end = data.find(b"\n", start + BATCH_BYTES)
-        end = len(data) if end < 0 else end
-        lines = data[start:end].split(b"\n")
-        numbered = [(number, raw) for number, raw in enumerate(lines, line) if raw.strip()]
-        try:
-            for _, raw in numbered:
-                _ONE_VALUE.decode(raw)
-        except (msgspec.DecodeError, RecursionError):  # (msgspec recurses into nested values)
-            return None  # not one JSON value on a line, or one nested too deep: the careful path names it
-        made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
-        if made is None or len(made) != len(numbered):
-            return None
-        records.extend(zip((number for number, _ in numbered), made, strict=True))
-        line += len(lines)
-        start = end + 1
+    try:
+        for piece in _line_batches(path):
+            lines = piece.split(b"\n")
+            numbered = [(number, raw) for number, raw in enumerate(lines, line) if raw.strip()]
+            try:
+                for _, raw in numbered:
+                    _ONE_VALUE.decode(raw)
+            except (msgspec.DecodeError, RecursionError):  # (msgspec recurses into nested values)
+                return None  # not one JSON value on a line, or one nested too deep: the careful path names it
+            made = _batch_records(model, b"[" + b",".join(raw for _, raw in numbered) + b"]") if numbered else []
+            if made is None or len(made) != len(numbered):
+                return None
+            records.extend(zip((number for number, _ in numbered), made, strict=True))
+            line += len(lines)
+    except OSError:
+        return None  # the careful path names the problem
     return records or None
 
 
