@@ -490,11 +490,13 @@ def _write_run_reports(result: RunResult, out_dir: Path, *, junit: str | Path | 
                 write_json_atomic(out_dir / f"profile-{profile.name}.json", profile.report)
                 write_text_atomic(out_dir / f"profile-{profile.name}.md", profile.markdown)
             write_document(out_dir / "report.json", typed, compact=pairs > COMPACT_JSON_ABOVE)
-            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             write_text_atomic(out_dir / "report.md", text)
             write_triage_files(result.dataset, typed, out_dir / "triage.jsonl", out_dir / "triage.md")
             write_text_atomic(out_dir / "report.html", render_html(typed, result.dataset,
                                                                    pending.trend if pending else None))
+            # last: the memory Arrow takes for it stays with Arrow's allocator after, so the
+            # others' memory is not added to it
+            write_cases_parquet(out_dir / "cases.parquet", cases_table(result.metrics, result.judge))
             if junit is not None:
                 write_text_atomic(Path(junit), junit_xml(typed))
     except OSError as exc:
