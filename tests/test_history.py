@@ -536,3 +536,34 @@ def test_a_trend_holds_a_few_runs_case_ids_and_lists_its_points_metric_by_metric
     points = trend(store, metrics, last=6)
     assert points == one_at_a_time
     assert {p.status for p in points} >= {"compared", "break", "not compared"} and max(held) <= kept
+
+
+def test_runs_over_the_same_cases_decode_their_ids_once_and_pair_case_by_case(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nights over one golden set store the same packed ids: the trend decodes them once and
+    lines nothing up, and each comparison still pairs every case with itself (its mean change is
+    the one worked out here by case id); a night that lists the cases in another order is
+    decoded and lined up."""
+    import importlib
+
+    trend_module = importlib.import_module("groundjudge.history.trend")
+    store = HistoryStore(tmp_path / "history.sqlite")
+    rng = random.Random(7)
+    nights = []
+    for night in range(5):
+        ids = CASES[::-1] if night == 3 else CASES
+        values: dict[str, dict[str, float | None]] = {c: {"recall@5": rng.random()} for c in ids}
+        nights.append(values)
+        append(store, values)
+    decoded: list[bytes] = []
+    unpack = trend_module.unpack_ids
+    monkeypatch.setattr(trend_module, "unpack_ids", lambda blob: decoded.append(blob) or unpack(blob))
+    lined_up: list[int] = []
+    positions = trend_module.case_positions
+    monkeypatch.setattr(trend_module, "case_positions", lambda ids, among: lined_up.append(1) or positions(ids, among))
+    points = trend(store, ["recall@5"], last=None)
+    assert len(set(decoded)) == len(decoded) == 2 and len(lined_up) == 2  # nights 3 and 4 against their previous
+    assert [p.status for p in points] == ["first"] + ["compared"] * 4
+    for point, before, after in zip(points[1:], nights[:-1], nights[1:], strict=True):
+        changes = [after[c]["recall@5"] - before[c]["recall@5"] for c in after]  # type: ignore[operator]
+        assert point.n_paired == len(CASES) and point.delta == pytest.approx(sum(changes) / len(changes))

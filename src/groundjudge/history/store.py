@@ -122,9 +122,15 @@ class HistoryStore:
         return StoredRun(id=run_id, summary=RunSummary.model_validate_json(row[0]))
 
     def case_ids(self, run_id: int, config: str) -> list[str] | None:
+        blob = self.packed_case_ids(run_id, config)
+        return unpack_ids(blob) if blob is not None else None
+
+    def packed_case_ids(self, run_id: int, config: str) -> bytes | None:
+        """``case_ids`` as stored (``summary.unpack_ids`` reads them): two runs that list the
+        same cases in the same order store the same bytes."""
         with self._connect() as conn:
             row = conn.execute("SELECT ids FROM run_cases WHERE run_id = ? AND config = ?", (run_id, config)).fetchone()
-        return unpack_ids(row[0]) if row else None
+        return bytes(row[0]) if row else None
 
     def column(self, run_id: int, config: str, metric: str) -> list[float | None] | None:
         """A metric's per-case values, in the order of ``case_ids`` (None: no value)."""

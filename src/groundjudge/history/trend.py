@@ -72,28 +72,34 @@ def _break_reason(prev: StoredRun, run: StoredRun, judge_metric: bool) -> str | 
 
 class _Cases:
     """Per-case columns as float64 arrays (NaN: no value), read on demand; a run's case ids
-    decoded once per config while it is being compared, and each pair of runs lined up once
-    per config. Only the last few runs' ids and line-ups are kept (``KEPT``): a trend walks the
-    runs oldest first, and a nightly run's ids take megabytes. The columns of a run not stored
-    yet (``pending``) are read from its packed values. A run lists each case once (``pack``
-    takes the ids from a mapping)."""
+    read once per config while it is being compared, and each pair of runs lined up once per
+    config. Only the last few runs' ids and line-ups are kept (``KEPT``): a trend walks the runs
+    oldest first, and a nightly run's ids take megabytes. Runs whose packed ids are the same
+    bytes (a nightly's runs over one golden set) share one decoded list and need no line-up.
+    The columns of a run not stored yet (``pending``) are read from its packed values. A run
+    lists each case once (``pack`` takes the ids from a mapping)."""
 
     KEPT = 4
 
     def __init__(self, store: HistoryStore, pending: tuple[int, Packed] | None = None) -> None:
         self.store = store
         self.pending = pending
-        self.ids: OrderedDict[tuple[int, str], list[str] | None] = OrderedDict()
+        self.packed: OrderedDict[tuple[int, str], bytes | None] = OrderedDict()
+        self.ids: OrderedDict[bytes, list[str]] = OrderedDict()  # packed ids -> the ids
         self.positions: OrderedDict[tuple[int, int, str], npt.NDArray[np.intp] | None] = OrderedDict()
 
     def case_ids(self, run_id: int, config: str) -> list[str] | None:
-        return _kept(self.ids, (run_id, config), lambda: self._read_ids(run_id, config), self.KEPT)
+        blob = self._packed_ids(run_id, config)
+        return None if blob is None else _kept(self.ids, blob, lambda: unpack_ids(blob), self.KEPT)
 
-    def _read_ids(self, run_id: int, config: str) -> list[str] | None:
+    def _packed_ids(self, run_id: int, config: str) -> bytes | None:
+        return _kept(self.packed, (run_id, config), lambda: self._read_packed(run_id, config), self.KEPT)
+
+    def _read_packed(self, run_id: int, config: str) -> bytes | None:
         if self.pending is not None and self.pending[0] == run_id:
             packed = self.pending[1].get(config)
-            return unpack_ids(packed[0]) if packed is not None else None
-        return self.store.case_ids(run_id, config)
+            return packed[0] if packed is not None else None
+        return self.store.packed_case_ids(run_id, config)
 
     def column(self, run_id: int, config: str, metric: str) -> npt.NDArray[np.float64] | None:
         ids = self.case_ids(run_id, config)
@@ -119,6 +125,8 @@ class _Cases:
         return paired_diffs(mine, theirs, positions)
 
     def _lined_up(self, run_id: int, prev_id: int, config: str) -> npt.NDArray[np.intp] | None:
+        if self._packed_ids(run_id, config) == self._packed_ids(prev_id, config):
+            return None  # the same ids in the same order (``case_positions`` would say so)
         mine_ids, theirs_ids = self.case_ids(run_id, config), self.case_ids(prev_id, config)
         assert mine_ids is not None and theirs_ids is not None  # a column is read only with its ids
         return case_positions(mine_ids, theirs_ids)
