@@ -470,12 +470,18 @@ def test_the_published_schema_of_a_verdict_is_the_one_it_always_had() -> None:
     assert list(check.iter_errors({"case_id": "q", "config_id": "base", "status": "skipped"}))
 
 
-def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path) -> None:
-    """The cached pass reads its replies together; each item's verdict, and each reply it cannot
-    use (prose around the object, invalid JSON, a stray support id, a reply cut off inside a
-    string next to one that holds two objects), is what the per-item path makes of it: a
-    verdict (and the same one), or no verdict, to be asked again."""
+@pytest.mark.parametrize("at_once", [1, 2, 5, 64])
+def test_the_batched_cached_pass_gives_what_each_item_alone_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   at_once: int) -> None:
+    """The cached pass reads its replies together, ``at_once`` at a time; each item's verdict,
+    and each reply it cannot use (prose around the object, invalid JSON, a stray support id, a
+    reply cut off inside a string next to one that holds two objects), is what the per-item path
+    makes of it: a verdict (and the same one), or no verdict, to be asked again."""
+    import importlib
+
     from groundjudge.judge.cache import CachedReply
+
+    monkeypatch.setattr(importlib.import_module("groundjudge.judge.one_call_json"), "_READ_AT_ONCE", at_once)
 
     items = [make_item(n) for n in range(12)]
     cache = JudgeCache(tmp_path / "cache")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groundjudge.judge.cache import CachedReply
@@ -43,6 +43,17 @@ def claims_of(verdict: Any) -> list[ClaimResult]:
     return out
 
 
+_READ_AT_ONCE = 64  # replies read in one validation; see _read_by_pieces
+
+
+def _read_by_pieces(raws: list[str]) -> Iterator[RawVerdict | None]:
+    """``read_replies`` of ``raws``, a few dozen at a time as they are taken: the verdicts read
+    but not yet built into results stay few, so their memory is reused while it is still in
+    the processor's cache (read 2,000 at a time, the same verdicts took twice as long)."""
+    for start in range(0, len(raws), _READ_AT_ONCE):
+        yield from read_replies(raws[start:start + _READ_AT_ONCE])
+
+
 class OneCallJson:
     """The protocol's steps for ``engine``'s run: what it reads from the cache, what it sends."""
 
@@ -61,9 +72,9 @@ class OneCallJson:
                     selected_because: Sequence[str | None]) -> list[CaseJudgement | None]:
         """Each item judged from a valid cached reply, without the event loop; else None (no
         entry, or one that needs a repair or a new call: :meth:`run_item` handles those). The
-        replies are read together (``verdict.read_replies``); each valid one is parsed and
+        replies are read a few dozen at a time (``verdict.read_replies``); each valid one is parsed and
         checked (``parse_verdict``, ``criterion_values``) and its result built from those values."""
-        read = iter(read_replies([cached.raw for cached in found if cached is not None]))
+        read = _read_by_pieces([cached.raw for cached in found if cached is not None])
         out: list[CaseJudgement | None] = [None] * len(items)
         settled = 0
         values_of: dict[tuple[Any, ...], Mapping[str, CriterionValue]] = {}  # the batch's distinct values
