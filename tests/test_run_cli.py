@@ -457,3 +457,25 @@ def test_rubric_id_slash_version_pins_that_version(tmp_path: Path) -> None:
     assert result.exit_code in (0, 1), result.output
     rubric = json.loads((tmp_path / "out" / "report.json").read_text())["judge"]["identity"]["rubric"]
     assert (rubric["id"], rubric["version"]) == ("claim_check", 3)
+
+
+def test_a_run_leaves_pythons_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The run raises the collector's thresholds before loading and freezes what it loaded; a
+    run that stops at bad inputs, like any other, leaves both as they were (a notebook that
+    calls it keeps its own settings)."""
+    import gc
+
+    from groundjudge.api import resolve_config
+    from groundjudge.cli import run_and_report
+    from groundjudge.errors import InputError
+
+    config = resolve_config(EXAMPLE, {"inputs.golden": str(tmp_path / "missing.jsonl"), "judge.base_url": "http://127.0.0.1:9/v1"})
+    before = gc.get_threshold()
+    gc.set_threshold(701, 11, 12)
+    try:
+        with pytest.raises(InputError, match="missing.jsonl"):
+            run_and_report(config, tmp_path / "out", quiet=True, junit=None)
+        assert gc.get_threshold() == (701, 11, 12) and gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)
+    assert not (tmp_path / "out").exists()

@@ -422,7 +422,7 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
 
 def run_and_report(config: Any, out_dir: Path, **options: Any) -> None:
     """A run and its reports, with Python's collector as it was afterwards, however it ends
-    (the run changes two of its settings once the inputs are loaded: ``_run_and_report``);
+    (the run raises its thresholds before loading and freezes the loaded inputs: ``_run_and_report``);
     a caller that froze objects of its own keeps them frozen, and the run freezes nothing."""
     thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     try:
@@ -439,6 +439,9 @@ def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, ju
     from groundjudge import api
     from groundjudge.progress import JudgeProgress
 
+    # The run makes a record per case, trace and chunk that lives as long as it does: at the
+    # default thresholds the collector would walk them again and again while they are made
+    gc.set_threshold(100_000, 50, 1000)
     if profile:
         config = api.for_profile(config, profile)  # its format, and the rubric version its report needs
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
@@ -450,7 +453,6 @@ def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, ju
     # The inputs live as long as the run: the cyclic collector need not walk them again
     if freeze:
         gc.freeze()
-    gc.set_threshold(100_000, 50, 1000)
     with api.open_judge(config, rubric=pinned, quiet=quiet) as judge, \
             api.open_escalation(config, quiet=quiet) as escalate:
         spent = None
