@@ -143,8 +143,10 @@ def test_a_process_pool_scores_the_same_rows_as_one_process(monkeypatch, configs
 def test_a_scored_case_cannot_be_changed(run):
     """A case's results hold no list or dict a caller could change: its leaks and content
     types are tuples (equal content types of a batch are one tuple), its values a read-only
-    mapping, and the record itself is frozen."""
-    import dataclasses
+    mapping, and the record itself is frozen. Neither the record nor its values are tracked by
+    the garbage collector: a run holds one of each per case."""
+    import gc
+    from collections.abc import Mapping
 
     rows = [r for cfg in run.configs.values() for r in cfg.cases]
     leaky = run.case("base", "c2")
@@ -152,8 +154,12 @@ def test_a_scored_case_cannot_be_changed(run):
     for row in rows:
         assert type(row.acl_leaks) is tuple and type(row.content_types) is tuple
         assert not hasattr(row.values, "__setitem__")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+        assert isinstance(row.values, Mapping)
+        assert not gc.is_tracked(row) and not gc.is_tracked(row.values)
+    with pytest.raises(AttributeError):
         leaky.content_types = ("table",)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        leaky.values._row = 0  # type: ignore[misc]
     with pytest.raises(AttributeError):
         leaky.acl_leaks.append(leaky.acl_leaks[0])  # type: ignore[attr-defined]
 
@@ -219,6 +225,10 @@ def test_a_null_stays_none_and_a_computed_nan_stays_nan():
     assert math.isnan(second["m"]) and second["n"] == 2.0
     only_n = MetricValues(reader, 0, 0, ("n",))
     assert "m" not in only_n and only_n.get("m", "absent") == "absent" and list(only_n.items()) == [("n", 1.0)]
+    # compared as a mapping by its items, either way round, with == and with !=
+    assert only_n == {"n": 1.0} and {"n": 1.0} == only_n
+    assert (only_n != {"n": 1.0}) is False and ({"n": 1.0} != only_n) is False
+    assert only_n != {"n": 2.0} and {"n": 1.0, "m": None} != only_n and only_n != first and dict(only_n) == {"n": 1.0}
     with pytest.raises(KeyError):
         only_n["m"]
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter, gt
 from types import MappingProxyType
 
+import msgspec
+
 from groundjudge.contracts import Behavior, GoldenCase, Trace
 from groundjudge.load.dataset import Corpus
 from groundjudge.metrics.acl import AclLeak, acl_leaks
@@ -33,8 +35,11 @@ class MetricSettings:
 _NOTHING_UNKNOWN: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class CaseMetrics:
+class CaseMetrics(msgspec.Struct, frozen=True, gc=False):
+    """One case's metrics under one config. A run holds one per (config, case): a frozen
+    struct the garbage collector does not track (nothing it holds refers back to it), so that a
+    large run's collections (a notebook's, under Python's default settings) do not walk them."""
+
     case_id: str
     config_id: str
     # a dict from ``compute_case``; in a ``MetricsRun``, a read-only view of the case's row
@@ -44,7 +49,7 @@ class CaseMetrics:
     acl_leaks: tuple[AclLeak, ...]
     content_types: tuple[str, ...]
     # metric -> why it is None here: an input it reads was not recorded (``metrics.unrecorded``)
-    unknown: Mapping[str, str] = field(default_factory=lambda: _NOTHING_UNKNOWN)  # one shared empty mapping
+    unknown: Mapping[str, str] = _NOTHING_UNKNOWN  # one shared empty mapping
 
 
 _chunk_id = attrgetter("chunk_id")

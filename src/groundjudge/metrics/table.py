@@ -13,11 +13,11 @@ Code that reads one case at a time (selection, gates, the report's per-case sect
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
 from itertools import accumulate
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 
@@ -44,9 +44,9 @@ def metric_columns(table: pa.Table | pa.RecordBatch) -> list[str]:
     return [name for name in table.schema.names if name not in KEYS and name != NOT_RECORDED]
 
 
-@dataclass(frozen=True, slots=True)
-class CaseFacts:
-    """What one case's row does not hold as a number: read by reports and gates case by case."""
+class CaseFacts(msgspec.Struct, frozen=True, gc=False):
+    """What one case's row does not hold as a number: read by reports and gates case by case.
+    One per case, made for every batch: a struct the garbage collector does not track."""
 
     names: tuple[str, ...]  # the metrics computed for this case, in order (absent ones are not null)
     behavior: Behavior | None
@@ -220,16 +220,26 @@ def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:
     return values, valid
 
 
-class MetricValues(Mapping[str, "float | None"]):
+if TYPE_CHECKING:  # a mapping to type checkers; at run time a struct registered as one (``Mapping.register``)
+    class _Struct(msgspec.Struct, Mapping[str, "float | None"], frozen=True):
+        pass
+else:
+    _Struct = msgspec.Struct
+
+
+class MetricValues(_Struct, frozen=True, gc=False):
     """One case's metric values: name -> float, or None where the metric does not apply.
 
-    A read-only view of the case's row in its config's table; equal to a dict with the same items.
+    A read-only view of the case's row in its config's table; equal to a dict with the same
+    items. A mapping (registered as a :class:`~collections.abc.Mapping`) in a frozen struct the
+    garbage collector does not track: a run holds one per case, and nothing it holds refers
+    back to it.
     """
 
-    __slots__ = ("_chunk", "_names", "_reader", "_row")
-
-    def __init__(self, reader: RowReader, chunk: int, row: int, names: tuple[str, ...]) -> None:
-        self._reader, self._chunk, self._row, self._names = reader, chunk, row, names
+    _reader: RowReader
+    _chunk: int
+    _row: int
+    _names: tuple[str, ...]
 
     def __getitem__(self, name: str) -> float | None:
         if name not in self._names:
@@ -264,6 +274,9 @@ class MetricValues(Mapping[str, "float | None"]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)
+
     def __len__(self) -> int:
         return len(self._names)
 
@@ -291,7 +304,14 @@ class MetricValues(Mapping[str, "float | None"]):
             return self.to_dict() == dict(other.items())
         return NotImplemented
 
+    def __ne__(self, other: object) -> bool:  # (a struct's own ``!=`` compares its fields)
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     __hash__ = None  # type: ignore[assignment]  # a mapping, compared by its items
 
     def __repr__(self) -> str:
         return f"MetricValues({self.to_dict()!r})"
+
+
+Mapping.register(MetricValues)
