@@ -2,17 +2,16 @@
 
 Runs load, metrics, selection, the judge pass, gates and report writing in this process on a
 set that ``nightly_scale.py --keep`` left (its judge cache must be filled: every verdict cached),
-with the collector settings of ``groundjudge run`` (inputs frozen after load, thresholds
-50,000/20/100), and prints per stage the wall time, the collector's time and its collections
-by generation (``gc.callbacks``). At the end, a full ``gc.collect()`` says how much cyclic
-garbage the stages left (none means pausing the collector over them freed nothing later).
+and prints per stage the wall time, the collector's time and its collections by generation
+(``gc.callbacks``). At the end, a full ``gc.collect()`` says how much cyclic garbage the stages
+left.
 
-Usage (from the worktree root):
-  PYTHONPATH=src python benchmarks/nightly_gc.py /tmp/nightly_scale/n100000 [--freeze]
+By default the collector is set as ``groundjudge run`` sets it (its thresholds raised before
+loading, the loaded inputs frozen). ``--default`` leaves Python's own settings, as a notebook
+calling ``run_eval`` has them. Run it once with each tree's sources for a before/after:
 
-``--freeze``: as ``groundjudge run`` does from this branch on, each collector pause ends with
-``gc.freeze()`` (``groundjudge.collector.freeze_after_pauses``); sources without that module
-are measured as they are.
+  PYTHONPATH=src python benchmarks/nightly_gc.py /tmp/nightly_scale/n100000 [--default]
+  PYTHONPATH=/path/to/other/src python benchmarks/nightly_gc.py /tmp/nightly_scale/n100000 [--default]
 """
 
 from __future__ import annotations
@@ -59,21 +58,17 @@ def mark(stage: str) -> None:
 
 def main() -> int:
     folder = Path(sys.argv[1])
-    if "--freeze" in sys.argv[2:]:
-        try:
-            from groundjudge.collector import freeze_after_pauses
-        except ImportError:
-            print("(these sources have no groundjudge.collector: measured as they are)")
-        else:
-            freeze_after_pauses()
+    as_run = "--default" not in sys.argv[2:]
     gc.callbacks.append(on_collection)
     config = api.resolve_config(folder / "groundjudge.toml")
     last["t"] = time.perf_counter()
-    gc.disable()  # as groundjudge run does
+    if as_run:
+        from groundjudge import cli
+
+        gc.set_threshold(*getattr(cli, "RUN_GC_THRESHOLDS", (100_000, 50, 1000)))  # (older sources: the same values)
     dataset = api.load_inputs(config)
-    gc.freeze()
-    gc.enable()
-    gc.set_threshold(50_000, 20, 100)
+    if as_run:
+        gc.freeze()
     mark("load")
     settings = api.metric_settings(config)
     metrics = evaluate_dataset(dataset, settings)

@@ -420,6 +420,9 @@ def run(config_path: Path | None, golden: Path | None, traces: tuple[Path, ...],
                    batch_wait=batch_wait, profile=profile, otel_events=otel_events, phoenix=from_phoenix)
 
 
+RUN_GC_THRESHOLDS = (100_000, 50, 1000)  # the collector's thresholds over a run (``_run_and_report``)
+
+
 def run_and_report(config: Any, out_dir: Path, **options: Any) -> None:
     """A run and its reports, with Python's collector as it was afterwards, however it ends
     (the run raises its thresholds before loading and freezes the loaded inputs: ``_run_and_report``);
@@ -441,7 +444,7 @@ def _run_and_report(config: Any, out_dir: Path, *, freeze: bool, quiet: bool, ju
 
     # The run makes a record per case, trace and chunk that lives as long as it does: at the
     # default thresholds the collector would walk them again and again while they are made
-    gc.set_threshold(100_000, 50, 1000)
+    gc.set_threshold(*RUN_GC_THRESHOLDS)
     if profile:
         config = api.for_profile(config, profile)  # its format, and the rubric version its report needs
     pinned = api.rubric_for(config)  # a missing or edited rubric is reported before anything runs
