@@ -65,7 +65,7 @@ def main() -> int:
     if as_run:
         from groundjudge import cli
 
-        gc.set_threshold(*getattr(cli, "RUN_GC_THRESHOLDS", (100_000, 50, 1000)))  # (older sources: the same values)
+        gc.set_threshold(*getattr(cli, "RUN_GC_THRESHOLDS", (100_000, 50, 1000)))  # (sources without the constant: its value since 81033db)
     dataset = api.load_inputs(config)
     if as_run:
         gc.freeze()
