@@ -46,7 +46,7 @@ def test_loaded_records_cannot_be_changed_and_share_nothing_changeable() -> None
     again = load_golden(EXAMPLES / "golden.jsonl")
     case = next(c for c in ds.cases.values() if c.tags and c.relevance)
     other = again[case.id]
-    trace = next(t for per_case in ds.traces.values() for variants in per_case.values() for t in variants.values()
+    trace = next(t for per_case in ds.traces.values() for t in per_case.values()
                  if t.retrieved_chunks and t.versions and t.latency_ms)
     chunk = next(iter(ds.corpus.chunks.values()))
     attempts = {
@@ -72,7 +72,7 @@ def test_loaded_records_cannot_be_changed_and_share_nothing_changeable() -> None
     assert case == other and case.tags == other.tags and "elsewhere#1" not in other.relevance
 
     records = [*ds.cases.values(), *again.values(), *ds.corpus.chunks.values(),
-               *(t for per_case in ds.traces.values() for variants in per_case.values() for t in variants.values())]
+               *(t for per_case in ds.traces.values() for t in per_case.values())]
     assert len(records) > 100
     found: dict[int, object] = {}
     for record in records:
@@ -84,7 +84,7 @@ def test_loaded_records_pickle_and_equal_each_line_parsed_on_its_own() -> None:
     from groundjudge.contracts import GoldenCase, Trace
 
     cases = load_golden(EXAMPLES / "golden.jsonl")
-    traces = load_traces([EXAMPLES / "traces" / "baseline.jsonl"], cases)
+    traces, paraphrases = load_traces([EXAMPLES / "traces" / "baseline.jsonl"], cases)
     for line in (EXAMPLES / "golden.jsonl").read_text().splitlines():
         if line.strip():
             parsed = GoldenCase.model_validate_json(line)
@@ -92,7 +92,8 @@ def test_loaded_records_pickle_and_equal_each_line_parsed_on_its_own() -> None:
     for line in (EXAMPLES / "traces" / "baseline.jsonl").read_text().splitlines():
         if line.strip():
             parsed = Trace.model_validate_json(line)
-            loaded = traces[parsed.config_id][parsed.query_id][parsed.paraphrase]
+            loaded = (traces[parsed.config_id][parsed.query_id] if parsed.paraphrase == 0
+                      else paraphrases[parsed.config_id][parsed.query_id][parsed.paraphrase])
             assert loaded == parsed and loaded.model_dump_json() == parsed.model_dump_json()
             assert json.loads(loaded.model_dump_json()) == loaded.model_dump(mode="json")
             assert pickle.loads(pickle.dumps(loaded)) == loaded
@@ -119,7 +120,7 @@ def _gaps_one_trace_at_a_time(by_config: dict[str, Any], known: dict[str, Any]) 
                                  "no corpus"])
 def test_gaps_are_those_of_each_trace_looked_at_on_its_own(gap: str) -> None:
     from groundjudge.contracts import CorpusChunk, Trace
-    from groundjudge.load.dataset import Corpus, assemble_dataset
+    from groundjudge.load.dataset import Corpus, assemble_dataset, by_paraphrase
 
     corpus = Corpus({} if gap == "no corpus" else {
         cid: CorpusChunk(chunk_id=cid, doc_id=cid.split("#")[0], text="t") for cid in ("a#1", "a#2", "b#1")})
@@ -135,8 +136,10 @@ def test_gaps_are_those_of_each_trace_looked_at_on_its_own(gap: str) -> None:
     for t in traces:
         by_config.setdefault(t.config_id, {}).setdefault(t.query_id, {})[t.paraphrase] = t
     cases = {f"c{i}": None for i in range(5)}
-    ds = assemble_dataset(cases, by_config, corpus, {})  # type: ignore[arg-type]
+    own, paraphrases = by_paraphrase(by_config)
+    ds = assemble_dataset(cases, own, corpus, {}, paraphrases=paraphrases)  # type: ignore[arg-type]
     assert (ds.missing_text, ds.unresolved_chunks) == _gaps_one_trace_at_a_time(by_config, corpus.chunks)
+    assert list(ds.missing_text) == list(_gaps_one_trace_at_a_time(by_config, corpus.chunks)[0])  # in case order
     assert ds.missing_trace == {"base": ["c4"], "cand": ["c4"]}
     assert bool(ds.missing_text or ds.unresolved_chunks) == (gap not in ("none", "context with text"))
 
@@ -179,6 +182,7 @@ def test_a_trace_repeated_in_another_file_names_where_the_first_is(tmp_path: Pat
         f"{second}:1: query_id: unknown case 'zz': not in the golden set",
         f"{second}:2: query_id: duplicate trace for case 'a' config 'c' paraphrase 1 (first at {first}:2)",
         f"{second}:4: query_id: duplicate trace for case 'b' config 'd' (first at {first}:3)"]
-    traces = load_traces([first], cases)
-    assert {cfg: {cid: sorted(v) for cid, v in per.items()} for cfg, per in traces.items()} == {
-        "c": {"a": [0, 1]}, "d": {"b": [0]}}
+    traces, paraphrases = load_traces([first], cases)
+    assert {cfg: {cid: t.paraphrase for cid, t in per.items()} for cfg, per in traces.items()} == {
+        "c": {"a": 0}, "d": {"b": 0}}
+    assert {cfg: {cid: sorted(v) for cid, v in per.items()} for cfg, per in paraphrases.items()} == {"c": {"a": [1]}}

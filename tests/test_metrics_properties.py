@@ -380,8 +380,8 @@ def test_metric_batch_gives_the_same_batch_whatever_its_slice(mini, monkeypatch)
     from groundjudge.metrics.case import MetricSettings
 
     dataset = load_dataset(mini / "golden.jsonl", [mini / "traces.jsonl"], mini / "corpus.jsonl")
-    pairs = [(dataset.cases[cid], variants[0], [t for i, t in sorted(variants.items()) if i != 0])
-             for config in dataset.traces.values() for cid, variants in config.items() if 0 in variants]
+    pairs = [(dataset.cases[cid], trace, dataset.paraphrase_traces(cfg, cid))
+             for cfg, per_case in dataset.traces.items() for cid, trace in per_case.items()]
     assert len(pairs) > 2
     made = {}
     for size in (1, 2, len(pairs)):

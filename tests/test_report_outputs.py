@@ -568,7 +568,7 @@ def test_triage_citation_problems_and_retrieval_facts_follow_the_rule_for_every_
         return out
 
     for corpus in (Corpus(chunks), Corpus()):
-        dataset = Dataset(cases=cases, traces={cfg: {cid: {0: t} for cid, t in per.items()} for cfg, per in traces.items()},
+        dataset = Dataset(cases=cases, traces={cfg: dict(per) for cfg, per in traces.items()},
                           corpus=corpus, missing_trace={}, missing_text={}, unresolved_chunks={}, sources={})
         rows = triage_records(dataset, report_of(list(traces)))
         expected = []

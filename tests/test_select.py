@@ -89,7 +89,7 @@ def test_every_pair_with_a_trace_gets_one_decision(mixed: tuple[Dataset, Metrics
     dataset, metrics = mixed
     selections = select_cases(dataset, metrics)
     pairs = by_pair(selections)
-    with_trace = {(cfg, cid) for cfg, per_case in dataset.traces.items() for cid, v in per_case.items() if 0 in v}
+    with_trace = {(cfg, cid) for cfg, per_case in dataset.traces.items() for cid in per_case}
     assert set(pairs) == with_trace
     assert ("base", "untraced") not in pairs and dataset.missing_trace["base"] == ["untraced"]
     reasons = {pair: s.reason for pair, s in pairs.items() if not s.judge}

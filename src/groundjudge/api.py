@@ -389,8 +389,8 @@ def _graded_spans(dataset: Dataset) -> dict[tuple[str, str], tuple[str, str]]:
     came from OpenTelemetry (the otel input format); other traces have no span."""
     out = {}
     for config_id, per_case in dataset.traces.items():
-        for case_id, variants in per_case.items():
-            extra = variants[0].model_extra if 0 in variants else None
+        for case_id, trace in per_case.items():
+            extra = trace.model_extra
             if extra and isinstance(extra.get("otel_trace_id"), str) and isinstance(extra.get("otel_span_id"), str):
                 out[config_id, case_id] = (extra["otel_trace_id"], extra["otel_span_id"])
     return out

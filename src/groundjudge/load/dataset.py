@@ -7,7 +7,7 @@ config, a chunk whose text is nowhere to be found) are recorded and reported, ne
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import attrgetter, is_
@@ -16,6 +16,8 @@ from pathlib import Path
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
 from groundjudge.errors import InputError, InputProblem
 from groundjudge.load.records import index_unique, read_records
+
+Paraphrases = dict[str, dict[str, dict[int, Trace]]]  # config id -> case id -> paraphrase index -> trace
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ class Corpus:
 @dataclass(frozen=True)
 class Dataset:
     cases: dict[str, GoldenCase]
-    # config id -> case id -> paraphrase index -> trace
-    traces: dict[str, dict[str, dict[int, Trace]]]
+    # config id -> case id -> the trace of the case's own question (paraphrase 0)
+    traces: dict[str, dict[str, Trace]]
     corpus: Corpus
     missing_trace: dict[str, list[str]]  # config id -> case ids without a trace
     missing_text: dict[str, list[str]]  # "config/case" -> context chunk ids with no text
@@ -49,6 +51,8 @@ class Dataset:
     # traces a format that reads traces alone could not make a case of (an OpenTelemetry trace
     # without a retriever span...): trace id -> why
     skipped_traces: dict[str, str] = field(default_factory=dict)
+    # config id -> case id -> paraphrase index (1, 2, ...) -> the trace of that paraphrase
+    paraphrases: dict[str, dict[str, dict[int, Trace]]] = field(default_factory=dict)
 
     @property
     def config_ids(self) -> list[str]:
@@ -57,8 +61,12 @@ class Dataset:
     def trace(self, config_id: str, case_id: str) -> Trace | None:
         """The trace of the case's own question (paraphrase 0), if the config has one."""
         per_case = self.traces.get(config_id)
-        variants = None if per_case is None else per_case.get(case_id)
-        return None if variants is None else variants.get(0)
+        return None if per_case is None else per_case.get(case_id)
+
+    def paraphrase_traces(self, config_id: str, case_id: str) -> list[Trace]:
+        """The traces of the case's paraphrases under the config, in paraphrase order."""
+        found = self.paraphrases.get(config_id, {}).get(case_id)
+        return [trace for _, trace in sorted(found.items())] if found else []
 
 
 def load_corpus(path: str | Path) -> Corpus:
@@ -94,9 +102,11 @@ def _unknown_to(corpus: Corpus, cases: Iterable[GoldenCase]) -> bool:
 
 def load_traces(
     paths: Sequence[str | Path], cases: dict[str, GoldenCase], corpus: Corpus | None = None,
-) -> dict[str, dict[str, dict[int, Trace]]]:
-    """Traces by config, case and paraphrase."""
-    traces: dict[str, dict[str, dict[int, Trace]]] = {}
+) -> tuple[dict[str, dict[str, Trace]], Paraphrases]:
+    """Traces by config and case (each case's own question), and the traces of paraphrases by
+    config, case and paraphrase index. Every config a trace names has an entry in the first."""
+    traces: dict[str, dict[str, Trace]] = {}
+    paraphrases: Paraphrases = {}
     problems: list[InputProblem] = []
     read = [(path, read_records(path, Trace)) for path in paths]
     where: dict[int, tuple[str | Path, int]] = {}  # a trace's file and line, once one is repeated
@@ -109,22 +119,37 @@ def load_traces(
             per_config = traces.get(trace.config_id)
             if per_config is None:
                 per_config = traces[trace.config_id] = {}
-            variants = per_config.get(trace.query_id)
-            if variants is None:
-                per_config[trace.query_id] = {trace.paraphrase: trace}
-            elif trace.paraphrase not in variants:
-                variants[trace.paraphrase] = trace
+            if trace.paraphrase == 0:
+                first = per_config.setdefault(trace.query_id, trace)
             else:
+                variants = paraphrases.setdefault(trace.config_id, {}).setdefault(trace.query_id, {})
+                first = variants.setdefault(trace.paraphrase, trace)
+            if first is not trace:
                 if not where:
-                    where = {id(first): (at, first_line) for at, firsts in read for first_line, first in firsts}
+                    where = {id(seen): (at, seen_line) for at, seen_in in read for seen_line, seen in seen_in}
                 problems.append(InputProblem(
                     str(path), line, "query_id",
                     f"duplicate trace for case {trace.query_id!r} config {trace.config_id!r}"
                     + (f" paraphrase {trace.paraphrase}" if trace.paraphrase else "")
-                    + " (first at {}:{})".format(*where[id(variants[trace.paraphrase])])))
+                    + " (first at {}:{})".format(*where[id(first)])))
     if problems:
         raise InputError(problems)
-    return traces
+    return traces, paraphrases
+
+
+def by_paraphrase(native: dict[str, dict[str, dict[int, Trace]]],
+                  ) -> tuple[dict[str, dict[str, Trace]], Paraphrases]:
+    """Traces a format's adapter gives by config, case and paraphrase index, as a
+    :class:`Dataset` holds them: each case's own trace, and its paraphrases' apart."""
+    traces = {cfg: {cid: variants[0] for cid, variants in per_case.items() if 0 in variants}
+              for cfg, per_case in native.items()}
+    paraphrases: Paraphrases = {}
+    for cfg, per_case in native.items():
+        for cid, variants in per_case.items():
+            others = {i: trace for i, trace in variants.items() if i != 0}
+            if others:
+                paraphrases.setdefault(cfg, {})[cid] = others
+    return traces, paraphrases
 
 
 def load_dataset(
@@ -133,46 +158,57 @@ def load_dataset(
     """Load and cross-check everything; raise :class:`InputError` before any output is written."""
     the_corpus = load_corpus(corpus) if corpus else Corpus()
     cases = load_golden(golden, the_corpus)
-    by_config = load_traces(traces, cases, the_corpus)
+    by_config, paraphrases = load_traces(traces, cases, the_corpus)
     sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or "")}
-    return assemble_dataset(cases, by_config, the_corpus, sources)
+    return assemble_dataset(cases, by_config, the_corpus, sources, paraphrases=paraphrases)
 
 
 def assemble_dataset(
-    cases: dict[str, GoldenCase], by_config: dict[str, dict[str, dict[int, Trace]]], corpus: Corpus,
-    sources: dict[str, str], *, skipped: dict[str, str] | None = None,
+    cases: dict[str, GoldenCase], by_config: dict[str, dict[str, Trace]], corpus: Corpus,
+    sources: dict[str, str], *, paraphrases: Paraphrases | None = None, skipped: dict[str, str] | None = None,
 ) -> Dataset:
     """Record the gaps (cases without a trace, chunks without text or unknown to the corpus,
     and ``skipped``: the traces the format could not make a case of, with why)."""
-    missing_trace = {
-        cfg: [cid for cid in cases if 0 not in per_case.get(cid, {})] for cfg, per_case in by_config.items()
-    }
+    paraphrases = paraphrases or {}
+    missing_trace = {cfg: [cid for cid in cases if cid not in per_case] for cfg, per_case in by_config.items()}
     missing_text: dict[str, list[str]] = {}
     unresolved: dict[str, list[str]] = {}
     known = corpus.chunks  # every chunk of the corpus has its text
-    if not _any_gap(by_config, known):
-        return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
+    every = [trace for per_case in by_config.values() for trace in per_case.values()]
+    every += [trace for per_case in paraphrases.values() for variants in per_case.values() for trace in variants.values()]
+    if _any_gap(every, known):
+        for cfg, cid, trace in _in_case_order(by_config, paraphrases):
+            no_text = [c.chunk_id for c in trace.context_chunks if c.text is None and c.chunk_id not in known]
+            unknown = ([c.chunk_id for c in trace.retrieved_chunks if c.chunk_id not in known]
+                       + [c.chunk_id for c in trace.citations if c.chunk_id not in known]) if known else []
+            if no_text or unknown:
+                key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
+                if no_text:
+                    missing_text[key] = no_text
+                if unknown:
+                    unresolved[key] = sorted(set(unknown))
+    return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {},
+                   paraphrases)
+
+
+def _in_case_order(by_config: dict[str, dict[str, Trace]], paraphrases: Paraphrases,
+                   ) -> Iterator[tuple[str, str, Trace]]:
+    """(config id, case id, trace) of every trace: a config's cases in order, each case's own
+    trace before its paraphrases' (by index)."""
     for cfg, per_case in by_config.items():
-        for cid, variants in per_case.items():
-            for trace in variants.values():
-                no_text = [c.chunk_id for c in trace.context_chunks if c.text is None and c.chunk_id not in known]
-                unknown = ([c.chunk_id for c in trace.retrieved_chunks if c.chunk_id not in known]
-                           + [c.chunk_id for c in trace.citations if c.chunk_id not in known]) if known else []
-                if no_text or unknown:
-                    key = f"{cfg}/{cid}" + (f"#p{trace.paraphrase}" if trace.paraphrase else "")
-                    if no_text:
-                        missing_text[key] = no_text
-                    if unknown:
-                        unresolved[key] = sorted(set(unknown))
-    return Dataset(cases, by_config, corpus, missing_trace, missing_text, unresolved, sources, skipped or {})
+        others = paraphrases.get(cfg, {})
+        for cid in chain(per_case, (cid for cid in others if cid not in per_case)):
+            own = per_case.get(cid)
+            if own is not None:
+                yield cfg, cid, own
+            for _, trace in sorted(others.get(cid, {}).items()):
+                yield cfg, cid, trace
 
 
-def _any_gap(by_config: dict[str, dict[str, dict[int, Trace]]], known: dict[str, CorpusChunk]) -> bool:
+def _any_gap(traces: list[Trace], known: dict[str, CorpusChunk]) -> bool:
     """Whether some trace has a context chunk without text that the corpus does not know, or
     (with a corpus) a retrieved or cited chunk unknown to it: the distinct ids of all traces
     looked up once each, so that a run without gaps looks at no trace one by one."""
-    traces = [trace for per_case in by_config.values() for variants in per_case.values()
-              for trace in variants.values()]
     context = list(chain.from_iterable(map(attrgetter("context_chunks"), traces)))
     textless = compress(map(attrgetter("chunk_id"), context), map(is_, map(attrgetter("text"), context), repeat(None)))
     if set(textless).difference(known):

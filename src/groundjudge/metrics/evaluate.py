@@ -74,7 +74,7 @@ def evaluate_dataset(dataset: Dataset, settings: MetricSettings | None = None, *
     batches are scored on the Ray cluster (``metrics.on_ray``). The results are the same."""
     settings = settings or MetricSettings()
     workers = workers_from_environment() if workers is None else workers
-    scored = {config_id: [case_id for case_id in dataset.cases if 0 in per_case.get(case_id, ())]
+    scored = {config_id: [case_id for case_id in dataset.cases if case_id in per_case]
               for config_id, per_case in dataset.traces.items()}
     pairs = [(c, case_id) for c in scored for case_id in scored[c]]
     batches = [pairs[start:start + BATCH] for start in range(0, len(pairs), BATCH)]
@@ -123,10 +123,11 @@ def score_pairs(dataset: Dataset, settings: MetricSettings, pairs: Sequence[tupl
                 ) -> tuple[pa.RecordBatch, list[CaseFacts]]:
     """One record batch of the (config, case) ``pairs``' metrics, and each row's facts."""
     found: list[Pair] = []
+    traces, cases = dataset.traces, dataset.cases
+    paraphrase_traces = dataset.paraphrase_traces if dataset.paraphrases else None
     for config_id, case_id in pairs:
-        variants = dataset.traces[config_id][case_id]
-        paraphrases = [t for i, t in sorted(variants.items()) if i != 0] if len(variants) > 1 else []
-        found.append((dataset.cases[case_id], variants[0], paraphrases))
+        found.append((cases[case_id], traces[config_id][case_id],
+                      paraphrase_traces(config_id, case_id) if paraphrase_traces else ()))
     return metric_batch(found, dataset.corpus, settings)
 
 

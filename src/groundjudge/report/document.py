@@ -122,10 +122,11 @@ def metrics_document(dataset: Dataset, run: MetricsRun, settings: MetricSettings
     details = _Details()
     for cfg_id, cfg in run.configs.items():
         versions: dict[str, set[str]] = {}
-        for variants in dataset.traces[cfg_id].values():
-            for trace in variants.values():
-                for key, value in trace.versions.items():
-                    versions.setdefault(key, set()).add(value)
+        paraphrases = dataset.paraphrases.get(cfg_id, {})
+        for trace in chain(dataset.traces[cfg_id].values(),
+                           chain.from_iterable(variants.values() for variants in paraphrases.values())):
+            for key, value in trace.versions.items():
+                versions.setdefault(key, set()).add(value)
         small = ConfigMetrics(
             versions={key: sorted(values) for key, values in sorted(versions.items())},
             aggregate=_summaries(cfg.aggregate),

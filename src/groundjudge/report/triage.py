@@ -97,8 +97,7 @@ def triage_groups(dataset: Dataset, doc: ReportDocument) -> Iterator[list[dict[s
         verdicts = section.cases if section is not None else {}
         traces = dataset.traces.get(config_id, {})
         for case_id, case in dataset.cases.items():
-            variants = traces.get(case_id)
-            trace = None if variants is None else variants.get(0)  # the case's own question
+            trace = traces.get(case_id)  # the case's own question
             if trace is None:
                 continue
             records: list[dict[str, Any]] = []

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from groundjudge.contracts import GoldenCase
 from groundjudge.errors import InputError
 from groundjudge.load.adapters.foreign import NativeData, NativeTraces
-from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, load_corpus, load_dataset
+from groundjudge.load.dataset import Corpus, Dataset, assemble_dataset, by_paraphrase, load_corpus, load_dataset
 from groundjudge.load.json_stream import first_object, head_first_object
 from groundjudge.load.records import read_head, read_text
 
@@ -189,7 +189,9 @@ def load_any(golden: str | Path | None, traces: Sequence[str | Path], corpus: st
                                  the_corpus, settings or {})
         sources = {"golden": str(golden or ""), "traces": ", ".join(str(t) for t in traces),
                    "corpus": str(corpus or ""), "format": fmt}
-        return assemble_dataset(read.cases, read.traces, the_corpus, sources, skipped=read.skipped), fmt
+        own, paraphrases = by_paraphrase(read.traces)
+        return assemble_dataset(read.cases, own, the_corpus, sources, paraphrases=paraphrases,
+                                skipped=read.skipped), fmt
     if golden is None:
         raise InputError.one(", ".join(map(str, traces)) or "inputs", None, "golden",
                              f"the {fmt} format needs a golden set: give --golden")
@@ -202,4 +204,5 @@ def load_any(golden: str | Path | None, traces: Sequence[str | Path], corpus: st
     the_corpus = read_corpus(Path(corpus)) if corpus else Corpus()
     sources = {"golden": str(golden), "traces": ", ".join(str(t) for t in traces), "corpus": str(corpus or ""),
                "format": fmt}
-    return assemble_dataset(cases, by_config, the_corpus, sources), fmt
+    own, paraphrases = by_paraphrase(by_config)
+    return assemble_dataset(cases, own, the_corpus, sources, paraphrases=paraphrases), fmt
