@@ -32,7 +32,7 @@ __all__ = [
 
 R = TypeVar("R", bound=BaseModel)
 
-# config id -> case id -> paraphrase index -> trace (the shape assemble_dataset takes)
+# config id -> case id -> paraphrase index -> trace (what adapters give; ``by_paraphrase`` splits it as a Dataset holds it)
 NativeTraces = dict[str, dict[str, dict[int, Trace]]]
 # what an adapter's ``to_native`` returns: cases by id, and their traces
 NativeData = tuple[dict[str, GoldenCase], NativeTraces]
