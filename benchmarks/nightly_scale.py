@@ -212,22 +212,13 @@ def in_process(folder: Path, gc_freeze: bool) -> dict[str, Any]:
     def load() -> Any:
         if not gc_freeze:
             return api.load_inputs(config)
-        # as `groundjudge run` does: the loaded inputs live to the end of the process, frozen
-        # before the collector runs again; so does what each later stage makes with the
-        # collector paused (groundjudge.collector, where the measured sources have it)
-        try:
-            from groundjudge.collector import freeze_after_pauses
-        except ImportError:
-            pass
-        else:
-            freeze_after_pauses()
-        gc.disable()
-        try:
-            loaded = api.load_inputs(config)
-            gc.freeze()
-        finally:
-            gc.enable()
-        gc.set_threshold(50_000, 20, 100)
+        # as `groundjudge run` does (cli._run_and_report): the collector's raised thresholds for
+        # the whole run, set before loading, and the loaded inputs frozen (they live to the end)
+        from groundjudge import cli
+
+        gc.set_threshold(*getattr(cli, "RUN_GC_THRESHOLDS", (100_000, 50, 1000)))  # (sources without the constant: its value since 81033db)
+        loaded = api.load_inputs(config)
+        gc.freeze()
         return loaded
 
     dataset = stages.run("load (parse + validate)", load)
