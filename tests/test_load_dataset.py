@@ -186,3 +186,32 @@ def test_a_trace_repeated_in_another_file_names_where_the_first_is(tmp_path: Pat
     assert {cfg: {cid: t.paraphrase for cid, t in per.items()} for cfg, per in traces.items()} == {
         "c": {"a": 0}, "d": {"b": 0}}
     assert {cfg: {cid: sorted(v) for cid, v in per.items()} for cfg, per in paraphrases.items()} == {"c": {"a": [1]}}
+
+
+def test_paraphrase_traces_are_held_apart_and_scored_with_their_case(tmp_path: Path) -> None:
+    """A case's own trace is its config's trace for it; its paraphrases' traces (in any order in
+    the file, even before its own) score its paraphrase stability, in paraphrase order; a case
+    with only a paraphrase's trace has no trace of its own and is not scored."""
+    from groundjudge.metrics.evaluate import evaluate_dataset
+    from groundjudge.metrics.stability import topk_agreement
+
+    golden, traces = tmp_path / "golden.jsonl", tmp_path / "traces.jsonl"
+    golden.write_text("\n".join(json.dumps({"id": cid, "question": f"q {cid}?", "paraphrases": ["again?", "once more?"],
+                                            "expected_chunk_ids": ["a#1"]}) for cid in ("a", "b")) + "\n")
+    rankings = {0: ["a#1", "b#1", "c#1"], 1: ["a#1", "d#1", "e#1"], 2: ["b#1", "c#1", "f#1"]}
+    lines = [{"query_id": "a", "config_id": "cfg", "paraphrase": p, "retrieved_chunks": rankings[p]} for p in (2, 0, 1)]
+    lines.append({"query_id": "b", "config_id": "cfg", "paraphrase": 1, "retrieved_chunks": ["a#1"]})
+    traces.write_text("\n".join(map(json.dumps, lines)) + "\n")
+
+    ds = load_dataset(golden, [traces])
+    assert list(ds.traces) == ["cfg"] and list(ds.traces["cfg"]) == ["a"]
+    assert ds.trace("cfg", "a") is ds.traces["cfg"]["a"] and ds.trace("cfg", "a").paraphrase == 0
+    assert ds.trace("cfg", "b") is None and ds.missing_trace == {"cfg": ["b"]}
+    assert [t.paraphrase for t in ds.paraphrase_traces("cfg", "a")] == [1, 2]
+    assert [t.paraphrase for t in ds.paraphrase_traces("cfg", "b")] == [1] and ds.paraphrase_traces("x", "a") == []
+
+    run = evaluate_dataset(ds)
+    assert [c.case_id for c in run.configs["cfg"].cases] == ["a"]
+    expected = topk_agreement([rankings[0], rankings[1], rankings[2]], 5)
+    assert expected is not None and 0 < expected < 1
+    assert run.case("cfg", "a").values["paraphrase_stability@5"] == expected
