@@ -52,7 +52,7 @@ class Dataset:
     # without a retriever span...): trace id -> why
     skipped_traces: dict[str, str] = field(default_factory=dict)
     # config id -> case id -> paraphrase index (1, 2, ...) -> the trace of that paraphrase
-    paraphrases: dict[str, dict[str, dict[int, Trace]]] = field(default_factory=dict)
+    paraphrases: Paraphrases = field(default_factory=dict)
 
     @property
     def config_ids(self) -> list[str]:
@@ -141,14 +141,16 @@ def by_paraphrase(native: dict[str, dict[str, dict[int, Trace]]],
                   ) -> tuple[dict[str, dict[str, Trace]], Paraphrases]:
     """Traces a format's adapter gives by config, case and paraphrase index, as a
     :class:`Dataset` holds them: each case's own trace, and its paraphrases' apart."""
-    traces = {cfg: {cid: variants[0] for cid, variants in per_case.items() if 0 in variants}
-              for cfg, per_case in native.items()}
+    traces: dict[str, dict[str, Trace]] = {}
     paraphrases: Paraphrases = {}
     for cfg, per_case in native.items():
+        own = traces[cfg] = {}
         for cid, variants in per_case.items():
-            others = {i: trace for i, trace in variants.items() if i != 0}
-            if others:
-                paraphrases.setdefault(cfg, {})[cid] = others
+            for i, trace in variants.items():
+                if i == 0:
+                    own[cid] = trace
+                else:
+                    paraphrases.setdefault(cfg, {}).setdefault(cid, {})[i] = trace
     return traces, paraphrases
 
 

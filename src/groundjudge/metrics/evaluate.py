@@ -123,11 +123,9 @@ def score_pairs(dataset: Dataset, settings: MetricSettings, pairs: Sequence[tupl
                 ) -> tuple[pa.RecordBatch, list[CaseFacts]]:
     """One record batch of the (config, case) ``pairs``' metrics, and each row's facts."""
     found: list[Pair] = []
-    traces, cases = dataset.traces, dataset.cases
-    paraphrase_traces = dataset.paraphrase_traces if dataset.paraphrases else None
     for config_id, case_id in pairs:
-        found.append((cases[case_id], traces[config_id][case_id],
-                      paraphrase_traces(config_id, case_id) if paraphrase_traces else ()))
+        found.append((dataset.cases[case_id], dataset.traces[config_id][case_id],
+                      dataset.paraphrase_traces(config_id, case_id)))
     return metric_batch(found, dataset.corpus, settings)
 
 
