@@ -455,6 +455,43 @@ def test_rows_read_as_dicts_a_column_at_a_time_are_the_rows(rows: list[dict[str,
     assert all(type(x) in (float, type(None)) for d in got for x in d.values())
 
 
+ODD_ROWS = st.lists(st.dictionaries(st.sampled_from(["a", "hit@1", 'q"\\ü\n\x1b', "😀"]),
+                                    st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
+                                              st.sampled_from([1e16, -2.5e300, 5e-324, -0.0])),
+                                    max_size=4), max_size=12)
+
+
+@settings(deadline=None)
+@given(ODD_ROWS, ODD_ROWS, st.integers(0, 30), st.integers(0, 30))
+def test_rows_written_as_json_in_one_step_are_the_bytes_of_their_dicts(
+        rows: list[dict[str, float | None]], more: list[dict[str, float | None]], start: int, stop: int) -> None:
+    """report.json's metric rows, written a slice at a time from the table's row views (two
+    chunks, several layouts, nulls, NaN, infinities, floats of every spelling, names that JSON
+    escapes, a plain dict among them), are the bytes ``compact_json`` writes of the same rows
+    as dicts: by msgspec in one step where it can, else as dicts."""
+    from groundjudge.files import compact_json
+    from groundjudge.metrics.case import CaseMetrics
+    from groundjudge.metrics.table import as_dicts, concat, views
+    from groundjudge.report import document
+
+    batches = [as_batch_of(part, CaseMetrics) for part in (rows, more)]
+    table = concat([batch for batch, _ in batches])
+    read: list[Any] = views(table, [f for _, facts in batches for f in facts])[start:start + stop]
+    if read:
+        read.insert(len(read) // 2, {"plain": 1, "b": True, "hit@1": 0.5})
+    by_case = {f"case {i}": row for i, row in enumerate(read)}
+    expected = compact_json(dict(zip(by_case, as_dicts(read), strict=True)))
+    assert document._metric_rows_json(by_case) == expected
+    # msgspec spells 1e+16 as 1e16, and refuses a field name with a quote, backslash or control
+    one_step = not any(isinstance(v, float) and math.isfinite(v) and abs(v) >= 1e16
+                       or any(ch in '"\\' or ch < " " for ch in name)
+                       for d in as_dicts(read) for name, v in d.items())
+    if one_step:  # the one-step way alone, for the rows it can write
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(document, "compact_json", None)
+            assert document._metric_rows_json(by_case) == expected
+
+
 def as_batch_of(rows: list[dict[str, float | None]], case_metrics: Any) -> Any:
     from groundjudge.metrics.table import as_batch
 

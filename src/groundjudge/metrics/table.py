@@ -177,37 +177,48 @@ class RowReader:
 
 
 def as_dicts(rows: Sequence[Mapping[str, float | None]]) -> list[dict[str, float | None]]:
-    """Each row as a dict (a :class:`MetricValues`' ``to_dict()``). A run of views of one
-    chunk's consecutive rows with the same metrics (how a config's rows come, in order) is read a
-    column at a time: a slice of each column's values, None where the row has no value."""
+    """Each row as a dict (a :class:`MetricValues`' ``to_dict()``), read a run of rows at a time
+    (:func:`row_runs`); a row of another mapping type as ``dict(row)``."""
     out: list[dict[str, float | None]] = []
+    for names, columns, size in row_runs(rows):
+        if columns:
+            out += [dict(zip(names, row_values, strict=True)) for row_values in zip(*columns, strict=True)]
+        else:  # rows without a metric
+            out += [{} for _ in range(size)]
+    return out
+
+
+def row_runs(rows: Sequence[Mapping[str, float | None]],
+             ) -> Iterator[tuple[tuple[str, ...], list[list[float | None]], int]]:
+    """``rows`` in runs, in order, each as its metrics' names, each metric's values over the run
+    and the run's length. A run of views of one chunk's consecutive rows with the same metrics
+    (how a config's rows come, in order) is read a column at a time: a slice of each column's
+    values, a Python float each, None where a row has no value. A row that is not a view is a
+    run of its own, its values as they are."""
     i = 0
     while i < len(rows):
         first = rows[i]
         if not isinstance(first, MetricValues):
-            out.append(dict(first))
+            yield tuple(first), [[value] for value in first.values()], 1
             i += 1
             continue
         end, last = i + 1, first
         while end < len(rows) and isinstance(row := rows[end], MetricValues) and row._follows(last):
             end, last = end + 1, row
         start, size, columns = first._row, end - i, first._reader.columns
-        read = []
+        read: list[list[float | None]] = []
         for name in first._names:
             values, valid = columns[name][first._chunk]
             part = values[start:start + size]
             if valid is None:
-                read.append(part.tolist() if isinstance(part, memoryview) else list(part))
+                # (a view cast to "d" lists floats; typeshed says int)
+                read.append(cast("list[float | None]", part.tolist()) if isinstance(part, memoryview) else list(part))
             else:
                 column = np.asarray(part).astype(object)  # each value a Python float
                 column[~np.asarray(valid[start:start + size])] = None
                 read.append(column.tolist())
-        if read:
-            out += [dict(zip(first._names, row_values, strict=True)) for row_values in zip(*read, strict=True)]
-        else:  # rows without a metric
-            out += [{} for _ in range(size)]
+        yield first._names, read, size
         i = end
-    return out
 
 
 def _readable(chunk: pa.Array) -> tuple[Sequence[float], Sequence[bool] | None]:

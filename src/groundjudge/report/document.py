@@ -13,8 +13,10 @@ found when they cannot read it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
+from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -30,7 +32,7 @@ from groundjudge.judge.results import CaseJudgement, ConfigJudgement, JudgeRun, 
 from groundjudge.load.dataset import Dataset
 from groundjudge.metrics.case import CaseMetrics, MetricSettings
 from groundjudge.metrics.evaluate import MetricsRun
-from groundjudge.metrics.table import MetricValues, as_dicts
+from groundjudge.metrics.table import MetricValues, as_dicts, row_runs
 from groundjudge.metrics.value import MetricValue
 from groundjudge.provenance import provenance
 from groundjudge.report.metrics_document import (
@@ -229,6 +231,39 @@ def _metric_rows(values: list[Mapping[str, float | None]]) -> list[Any]:
     return as_dicts(values)
 
 
+# a float as msgspec writes one with a positive exponent (``1e16``), where pydantic and orjson
+# write ``1e+16``; a value of a JSON object or array, so the digits end at one of ``,}]``
+_MSGSPEC_EXPONENT = re.compile(rb"e[0-9]+[,}\]]")
+
+
+@lru_cache(maxsize=64)
+def _row_type(names: tuple[str, ...]) -> type[msgspec.Struct]:
+    """A struct with the fields ``names``, in order, that msgspec writes as the JSON object of a
+    row of those metrics (the fields are named by position: a metric's name need not be one)."""
+    fields = [f"m{i}" for i in range(len(names))]
+    return msgspec.defstruct("Row", fields, rename=dict(zip(fields, names, strict=True)), gc=False)
+
+
+def _metric_rows_json(rows: dict[str, Mapping[str, float | None]]) -> bytes:
+    """Rows by case id as compact JSON: the bytes ``compact_json`` writes of the rows as dicts
+    (``_metric_rows``), made without a dict per row. Each run of rows (``row_runs``) becomes
+    structs of its metrics, made a column at a time, and msgspec writes them in one step; where
+    its bytes may hold a float of a positive exponent (see ``_verdicts_json``) or it refuses a
+    name (one with a quote, backslash or control character) or a value, the rows are written as
+    dicts."""
+    made: list[Any] = []
+    try:
+        for names, columns, size in row_runs(list(rows.values())):
+            row = _row_type(names)
+            made += map(row, *columns) if columns else (row() for _ in range(size))
+        written = msgspec.json.encode(dict(zip(rows, made, strict=True)))
+    except Exception:  # noqa: BLE001 (the slower way below raises what is wrong, as it always has)
+        written = None
+    if written is None or _MSGSPEC_EXPONENT.search(written) is not None:
+        return compact_json(dict(zip(rows, _metric_rows(list(rows.values())), strict=True)))
+    return written
+
+
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
     dumped: list[Any] = _VERDICTS.dump_python(list(map(verdict_fields, cases)), mode="json", by_alias=True)
     return dumped
@@ -237,9 +272,11 @@ def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
 def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
     """Verdicts by case id as compact JSON: the bytes pydantic writes for them
     (``_VERDICTS_BY_CASE``; a test holds the two to the same bytes), made without a Python call
-    per verdict. msgspec turns the verdicts and their claims (structs) into plain values in one
-    step; the few models they hold (criterion values and usage, most of them shared by many
-    verdicts) are dumped once each."""
+    per verdict. msgspec writes the verdicts and their claims (structs) in one step; the few
+    models they hold (criterion values and usage, most of them shared by many verdicts) are
+    dumped once each. msgspec spells floats as orjson does but for a positive exponent, so
+    where its bytes may hold one (or it refuses a value: a lone surrogate), the verdicts are
+    made plain values first and written by ``compact_json``, which also says what is wrong."""
     dumped: dict[int, Any] = {}
 
     def model(value: Any) -> Any:
@@ -250,7 +287,13 @@ def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
             found = dumped[id(value)] = (value, value.model_dump(mode="json", by_alias=True))
         return found[1]
 
-    return compact_json(msgspec.to_builtins(cases, enc_hook=model))
+    try:
+        written = msgspec.json.encode(cases, enc_hook=model)
+    except Exception:  # noqa: BLE001 (the slower way below raises what is wrong, as it always has)
+        written = None
+    if written is None or _MSGSPEC_EXPONENT.search(written) is not None:
+        return compact_json(msgspec.to_builtins(cases, enc_hook=model))
+    return written
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:
@@ -282,7 +325,8 @@ def _layout(document: BaseModel) -> dict[str, Any]:
         exclude[name] = {"per_config": {cfg: {"cases"} for cfg in run.per_config}}
     dumped = document.model_dump(mode="json", by_alias=True, exclude_none=False, exclude=exclude)
     details = _details()
-    per_case = {cfg: _Entries(section.per_case, _metric_rows) for cfg, section in document.per_config.items()}
+    per_case = {cfg: _Entries(section.per_case, _metric_rows, _metric_rows_json)
+                for cfg, section in document.per_config.items()}
     per_config = {cfg: _in_field_order(ConfigMetrics, dumped["per_config"][cfg], per_case=per_case[cfg],
                                        case_details=_Entries(section.case_details, details))
                   for cfg, section in document.per_config.items()}
