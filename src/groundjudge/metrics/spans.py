@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 
 from groundjudge.contracts import CorpusChunk, GoldenCase, Trace
 from groundjudge.metrics.retrieval import at_k
@@ -30,7 +31,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
     relevant = case.relevant_chunk_ids if relevant is None else relevant
     gold = [chunk for cid in relevant if (chunk := chunks.get(cid)) is not None and chunk.offsets is not None]
     if not gold:
-        return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
+        return dict.fromkeys(_none_names(ks if type(ks) is tuple else tuple(ks)))
     by_id = {c.chunk_id: c for c in trace.retrieved_chunks}
     retrieved: list[tuple[str, tuple[int, int]]] = []
     for cid in ranking:
@@ -39,7 +40,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
         doc = r.doc_id or (known.doc_id if known else None)
         offsets = r.offsets or (known.offsets if known else None)
         if doc is None or offsets is None:
-            return {at_k(name, k): None for name in SPAN_METRIC_PREFIXES for k in ks}
+            return dict.fromkeys(_none_names(ks if type(ks) is tuple else tuple(ks)))
         retrieved.append((doc, (offsets.start, offsets.end)))
     spans = [(g.doc_id, (g.offsets.start, g.offsets.end)) for g in gold if g.offsets is not None]
     out: dict[str, float | None] = {}
@@ -52,3 +53,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
     return out
 
 
+@lru_cache(maxsize=64)
+def _none_names(ks: tuple[int, ...]) -> tuple[str, ...]:
+    """The metrics' names in the order a case without spans lists them (each None)."""
+    return tuple(at_k(name, k) for name in SPAN_METRIC_PREFIXES for k in ks)
