@@ -31,7 +31,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
     relevant = case.relevant_chunk_ids if relevant is None else relevant
     gold = [chunk for cid in relevant if (chunk := chunks.get(cid)) is not None and chunk.offsets is not None]
     if not gold:
-        return dict.fromkeys(_none_names(ks if type(ks) is tuple else tuple(ks)))
+        return dict.fromkeys(_none_names(tuple(ks)))
     by_id = {c.chunk_id: c for c in trace.retrieved_chunks}
     retrieved: list[tuple[str, tuple[int, int]]] = []
     for cid in ranking:
@@ -40,7 +40,7 @@ def span_metrics(case: GoldenCase, trace: Trace, ranking: Sequence[str], chunks:
         doc = r.doc_id or (known.doc_id if known else None)
         offsets = r.offsets or (known.offsets if known else None)
         if doc is None or offsets is None:
-            return dict.fromkeys(_none_names(ks if type(ks) is tuple else tuple(ks)))
+            return dict.fromkeys(_none_names(tuple(ks)))
         retrieved.append((doc, (offsets.start, offsets.end)))
     spans = [(g.doc_id, (g.offsets.start, g.offsets.end)) for g in gold if g.offsets is not None]
     out: dict[str, float | None] = {}

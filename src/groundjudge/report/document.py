@@ -247,21 +247,29 @@ def _row_type(names: tuple[str, ...]) -> type[msgspec.Struct]:
 def _metric_rows_json(rows: dict[str, Mapping[str, float | None]]) -> bytes:
     """Rows by case id as compact JSON: the bytes ``compact_json`` writes of the rows as dicts
     (``_metric_rows``), made without a dict per row. Each run of rows (``row_runs``) becomes
-    structs of its metrics, made a column at a time, and msgspec writes them in one step; where
-    its bytes may hold a float of a positive exponent (see ``_verdicts_json``) or it refuses a
-    name (one with a quote, backslash or control character) or a value, the rows are written as
-    dicts."""
-    made: list[Any] = []
-    try:
-        for names, columns, size in row_runs(list(rows.values())):
+    structs of its metrics, made a column at a time, and msgspec writes them in one step
+    (``_by_msgspec``; msgspec also refuses a name with a quote, backslash or control character)."""
+    values = list(rows.values())
+
+    def as_structs() -> bytes:
+        made: list[Any] = []
+        for names, columns, size in row_runs(values):
             row = _row_type(names)
             made += map(row, *columns) if columns else (row() for _ in range(size))
-        written = msgspec.json.encode(dict(zip(rows, made, strict=True)))
-    except Exception:  # noqa: BLE001 (the slower way below raises what is wrong, as it always has)
-        written = None
-    if written is None or _MSGSPEC_EXPONENT.search(written) is not None:
-        return compact_json(dict(zip(rows, _metric_rows(list(rows.values())), strict=True)))
-    return written
+        return msgspec.json.encode(dict(zip(rows, made, strict=True)))
+
+    return _by_msgspec(as_structs, lambda: compact_json(dict(zip(rows, _metric_rows(values), strict=True))))
+
+
+def _by_msgspec(write: Callable[[], bytes], slower: Callable[[], bytes]) -> bytes:
+    """The bytes msgspec writes (``write``), which are orjson's but for a float of a positive
+    exponent; where they may hold one, or msgspec refuses a value (a lone surrogate, say), the
+    bytes of ``slower`` (orjson), which also says what is wrong."""
+    try:
+        written = write()
+    except Exception:  # noqa: BLE001 (the slower way raises what is wrong, as it always has)
+        return slower()
+    return slower() if _MSGSPEC_EXPONENT.search(written) is not None else written
 
 
 def _verdicts(cases: list[CaseJudgement]) -> list[Any]:
@@ -274,9 +282,8 @@ def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
     (``_VERDICTS_BY_CASE``; a test holds the two to the same bytes), made without a Python call
     per verdict. msgspec writes the verdicts and their claims (structs) in one step; the few
     models they hold (criterion values and usage, most of them shared by many verdicts) are
-    dumped once each. msgspec spells floats as orjson does but for a positive exponent, so
-    where its bytes may hold one (or it refuses a value: a lone surrogate), the verdicts are
-    made plain values first and written by ``compact_json``, which also says what is wrong."""
+    dumped once each (``_by_msgspec``; else made plain values first and written by
+    ``compact_json``)."""
     dumped: dict[int, Any] = {}
 
     def model(value: Any) -> Any:
@@ -287,13 +294,8 @@ def _verdicts_json(cases: dict[str, CaseJudgement]) -> bytes:
             found = dumped[id(value)] = (value, value.model_dump(mode="json", by_alias=True))
         return found[1]
 
-    try:
-        written = msgspec.json.encode(cases, enc_hook=model)
-    except Exception:  # noqa: BLE001 (the slower way below raises what is wrong, as it always has)
-        written = None
-    if written is None or _MSGSPEC_EXPONENT.search(written) is not None:
-        return compact_json(msgspec.to_builtins(cases, enc_hook=model))
-    return written
+    return _by_msgspec(lambda: msgspec.json.encode(cases, enc_hook=model),
+                       lambda: compact_json(msgspec.to_builtins(cases, enc_hook=model)))
 
 
 def _details() -> Callable[[list[CaseDetail]], list[Any]]:
